@@ -1,0 +1,273 @@
+"""What a person wants to see after a failed job: the summary of a whole log tree.
+
+Counts by level, module and log kind; every error code with its count, first and last time and
+the processes and devices it came from; the first ERROR of each process with the lines before it
+(the root cause is usually above the last ERROR); processes, devices and the time span covered.
+The aggregator keeps no records, only counters and a short window of lines per file, so a tree of
+any size is summarised in bounded memory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from npuwatch.records import ERROR_LEVELS, Flag, Record, SourceInfo, format_timestamp
+
+DEFAULT_CONTEXT_LINES = 50
+
+
+@dataclass
+class CodeStats:
+    """Where and when one error code was seen."""
+
+    code: str
+    count: int = 0
+    first_us: int | None = None
+    last_us: int | None = None
+    processes: dict[int, str] = field(default_factory=dict)
+    devices: set[int] = field(default_factory=set)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "count": self.count,
+            "first": _iso(self.first_us),
+            "last": _iso(self.last_us),
+            "processes": [{"pid": pid, "name": name} for pid, name in sorted(self.processes.items())],
+            "devices": sorted(self.devices),
+        }
+
+
+@dataclass
+class ProcessStats:
+    pid: int | None
+    name: str | None
+    records: int = 0
+    errors: int = 0
+    first_us: int | None = None
+    last_us: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "name": self.name,
+            "records": self.records,
+            "errors": self.errors,
+            "first": _iso(self.first_us),
+            "last": _iso(self.last_us),
+        }
+
+
+@dataclass
+class FirstError:
+    """The first ERROR record of a process, with the lines of its file just before it."""
+
+    pid: int | None
+    process_name: str | None
+    path: str | None
+    line_number: int
+    timestamp_us: int | None
+    module: str | None
+    codes: list[str]
+    message: str
+    original: str
+    context: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "process_name": self.process_name,
+            "file": self.path,
+            "line": self.line_number,
+            "timestamp": _iso(self.timestamp_us),
+            "module": self.module,
+            "error_codes": self.codes,
+            "message": self.message,
+            "original": self.original,
+            "context": self.context,
+        }
+
+
+@dataclass
+class ScanResult:
+    root: str
+    files: int = 0
+    bytes: int = 0
+    lines: int = 0
+    records: int = 0
+    first_us: int | None = None
+    last_us: int | None = None
+    levels: Counter[str] = field(default_factory=Counter)
+    modules: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+    flags: Counter[str] = field(default_factory=Counter)
+    codes: dict[str, CodeStats] = field(default_factory=dict)
+    processes: dict[object, ProcessStats] = field(default_factory=dict)
+    devices: set[int] = field(default_factory=set)
+    first_errors: list[FirstError] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def error_records(self) -> int:
+        return sum(count for level, count in self.levels.items() if level in ERROR_LEVELS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "files": self.files,
+            "bytes": self.bytes,
+            "lines": self.lines,
+            "records": self.records,
+            "errors": self.error_records,
+            "span": {"first": _iso(self.first_us), "last": _iso(self.last_us)},
+            "levels": dict(self.levels.most_common()),
+            "modules": dict(self.modules.most_common()),
+            "kinds": dict(self.kinds.most_common()),
+            "flags": dict(self.flags.most_common()),
+            "error_codes": [
+                stats.to_dict()
+                for stats in sorted(self.codes.values(), key=lambda s: (-s.count, s.code))
+            ],
+            "processes": [stats.to_dict() for stats in self.sorted_processes()],
+            "devices": sorted(self.devices),
+            "first_errors": [error.to_dict() for error in self.first_errors],
+            "problems": self.problems,
+        }
+
+    def sorted_processes(self) -> list[ProcessStats]:
+        return sorted(
+            self.processes.values(),
+            key=lambda p: (p.first_us is None, p.first_us or 0, p.pid or 0),
+        )
+
+
+class ScanAggregator:
+    """Folds the records of a log tree into a ScanResult, one file at a time."""
+
+    def __init__(self, root: str, context_lines: int = DEFAULT_CONTEXT_LINES) -> None:
+        self.result = ScanResult(root=root)
+        self._context_lines = context_lines
+        self._window: deque[Record] = deque(maxlen=max(context_lines, 1))
+        self._line_number = 0
+        self._source = SourceInfo()
+        self._file_records = 0
+
+    def start_file(self, source: SourceInfo, size: int) -> None:
+        self._finish_file()
+        self._source = source
+        self._window.clear()
+        self._line_number = 0
+        self._file_records = 0
+        result = self.result
+        result.files += 1
+        result.bytes += size
+        if source.device is not None:
+            result.devices.add(source.device)
+
+    def add_problem(self, problem: str) -> None:
+        self.result.problems.append(problem)
+
+    def add(self, record: Record) -> None:
+        result = self.result
+        line_number = self._line_number + 1
+        self._line_number += record.line_count
+        self._file_records += 1
+        level = record.level
+        result.levels[level or "NONE"] += 1
+        if record.logger is not None:
+            result.modules[record.logger] += 1
+        timestamp = record.timestamp_us
+        if timestamp is not None and not record.flags & Flag.PRE_CLOCK_SYNC:
+            if result.first_us is None or timestamp < result.first_us:
+                result.first_us = timestamp
+            if result.last_us is None or timestamp > result.last_us:
+                result.last_us = timestamp
+        if record.flags:
+            for name in Flag.names(record.flags):
+                result.flags[name] += 1
+        pid = record.pid if record.pid is not None else self._source.pid
+        key: object = pid if pid is not None else self._source.path
+        process = result.processes.get(key)
+        if process is None:
+            process = result.processes[key] = ProcessStats(pid, record.process_name)
+        elif not process.name and record.process_name:
+            process.name = record.process_name
+        process.records += 1
+        if timestamp is not None:
+            if process.first_us is None:
+                process.first_us = timestamp
+            process.last_us = timestamp
+        is_error = level in ERROR_LEVELS
+        if record.error_codes or is_error:
+            self._note_problem_record(record, process, pid, line_number, is_error)
+        self._window.append(record)
+
+    def finish(self) -> ScanResult:
+        self._finish_file()
+        return self.result
+
+    def _finish_file(self) -> None:
+        if self._file_records:
+            self.result.kinds[self._source.kind] += self._file_records
+            self.result.records += self._file_records
+            self.result.lines += self._line_number
+            self._file_records = 0
+
+    def _note_problem_record(
+        self,
+        record: Record,
+        process: ProcessStats,
+        pid: int | None,
+        line_number: int,
+        is_error: bool,
+    ) -> None:
+        device = record.device if record.device is not None else self._source.device
+        if device is not None:
+            self.result.devices.add(device)
+        for code in record.error_codes:
+            stats = self.result.codes.get(code)
+            if stats is None:
+                stats = self.result.codes[code] = CodeStats(code)
+            stats.count += 1
+            timestamp = record.timestamp_us
+            if timestamp is not None:
+                if stats.first_us is None or timestamp < stats.first_us:
+                    stats.first_us = timestamp
+                if stats.last_us is None or timestamp > stats.last_us:
+                    stats.last_us = timestamp
+            if pid is not None:
+                stats.processes.setdefault(pid, record.process_name or process.name or "")
+            if device is not None:
+                stats.devices.add(device)
+        if not is_error:
+            return
+        process.errors += 1
+        if process.errors == 1:
+            self.result.first_errors.append(
+                FirstError(
+                    pid=pid,
+                    process_name=process.name,
+                    path=self._source.path,
+                    line_number=line_number,
+                    timestamp_us=record.timestamp_us,
+                    module=record.logger,
+                    codes=list(record.error_codes),
+                    message=record.message,
+                    original=record.original,
+                    context=self._context(),
+                )
+            )
+
+    def _context(self) -> list[str]:
+        lines: list[str] = []
+        for previous in reversed(self._window):
+            lines[:0] = previous.original.split("\n")
+            if len(lines) >= self._context_lines:
+                break
+        return lines[-self._context_lines :] if self._context_lines else []
+
+
+def _iso(epoch_us: int | None) -> str | None:
+    return None if epoch_us is None else format_timestamp(epoch_us)

@@ -1,0 +1,131 @@
+"""The scan report as people read it: most important first, times in the local zone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import tzinfo
+
+from npuwatch.analysis.scan import ScanResult
+from npuwatch.sinks.console import format_datetime
+from npuwatch.terminal import Palette
+
+_Add = Callable[[str], None]
+_TOP_MODULES = 12
+_MAX_PROCESSES_LISTED = 20
+
+
+def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
+    out: list[str] = []
+    add = out.append
+    span = (
+        f"{format_datetime(result.first_us, zone)} → {format_datetime(result.last_us, zone)}"
+        if result.first_us is not None
+        else "no timestamps"
+    )
+    add(palette.bold(f"npuwatch scan of {result.root}"))
+    add(
+        f"  {result.files} files, {result.bytes / 1e6:.1f} MB, {result.lines} lines, "
+        f"{result.records} records, {len(result.processes)} processes, "
+        f"devices {_join(str(d) for d in sorted(result.devices)) or '-'}"
+    )
+    add(f"  time span: {span}")
+    add("")
+    add(palette.bold("Levels") + "   " + _counts(result.levels, palette, levels=True))
+    add(palette.bold("Modules") + "  " + _counts(result.modules, palette, limit=_TOP_MODULES))
+    add(palette.bold("Kinds") + "    " + _counts(result.kinds, palette))
+    if result.flags:
+        add(palette.bold("Flags") + "    " + _counts(result.flags, palette))
+    add("")
+    _error_codes(result, zone, palette, add)
+    _first_errors(result, zone, palette, add)
+    _processes(result, zone, palette, add)
+    if result.problems:
+        add(palette.bold(f"Problems reading the tree ({len(result.problems)})"))
+        out.extend(f"  {problem}" for problem in result.problems)
+        add("")
+    errors = result.error_records
+    verdict = (
+        palette.level("ERROR", f"{errors} error records")
+        if errors
+        else "no error records"
+    )
+    add(f"Result: {verdict} in {result.records} records.")
+    return "\n".join(out)
+
+
+def _error_codes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> None:
+    if not result.codes:
+        return
+    add(palette.bold(f"Error codes ({len(result.codes)})"))
+    add(f"  {'CODE':7} {'COUNT':>6}  {'FIRST':23}  {'LAST':23}  PROCESSES / DEVICES")
+    for stats in sorted(result.codes.values(), key=lambda s: (s.first_us or 0, s.code)):
+        processes = _join(f"{pid}({name})" if name else str(pid) for pid, name in
+                          sorted(stats.processes.items()))
+        devices = _join(str(device) for device in sorted(stats.devices))
+        code = palette.level("ERROR" if stats.code[0] == "E" else "WARNING", f"{stats.code:7}")
+        add(
+            f"  {code} {stats.count:>6}  {format_datetime(stats.first_us, zone):23}  "
+            f"{format_datetime(stats.last_us, zone):23}  {processes or '-'}"
+            + (f" / devices {devices}" if devices else "")
+        )
+    add("")
+
+
+def _first_errors(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> None:
+    if not result.first_errors:
+        return
+    ordered = sorted(result.first_errors, key=lambda e: (e.timestamp_us is None, e.timestamp_us))
+    add(palette.bold(f"First ERROR of each process ({len(ordered)}), earliest first"))
+    for error in ordered:
+        who = f"pid {error.pid}" if error.pid is not None else "no pid"
+        if error.process_name:
+            who += f" ({error.process_name})"
+        add(
+            palette.bold(f"── {format_datetime(error.timestamp_us, zone)}  {who}  ")
+            + f"{error.path}:{error.line_number}"
+        )
+        if error.context:
+            add(palette.dim(f"   {len(error.context)} lines before it:"))
+            for line in error.context:
+                add(palette.dim(f"   {line}"))
+        for line in error.original.split("\n"):
+            add("   " + palette.level("ERROR", line))
+        add("")
+
+
+def _processes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> None:
+    processes = result.sorted_processes()
+    if not processes:
+        return
+    add(palette.bold(f"Processes ({len(processes)})"))
+    add(f"  {'PID':>8}  {'NAME':20} {'RECORDS':>8} {'ERRORS':>7}  {'FIRST':23}  LAST")
+    for process in processes[:_MAX_PROCESSES_LISTED]:
+        errors = str(process.errors)
+        if process.errors:
+            errors = palette.level("ERROR", f"{process.errors:>7}")
+        else:
+            errors = f"{errors:>7}"
+        add(
+            f"  {process.pid if process.pid is not None else '-':>8}  "
+            f"{(process.name or '-')[:20]:20} {process.records:>8} {errors}  "
+            f"{format_datetime(process.first_us, zone):23}  {format_datetime(process.last_us, zone)}"
+        )
+    if len(processes) > _MAX_PROCESSES_LISTED:
+        add(f"  … and {len(processes) - _MAX_PROCESSES_LISTED} more (see --json)")
+    add("")
+
+
+def _counts(counter: Counter[str], palette: Palette, limit: int | None = None,
+            levels: bool = False) -> str:
+    items = counter.most_common(limit)
+    text = "  ".join(
+        (palette.level(name, f"{name} {count}") if levels else f"{name} {count}")
+        for name, count in items
+    )
+    hidden = len(counter) - len(items)
+    return text + (f"  (+{hidden} more)" if hidden > 0 else "")
+
+
+def _join(parts: Iterable[str]) -> str:
+    return ", ".join(parts)

@@ -1,0 +1,51 @@
+"""Walking a log tree: every log file parsed, every record folded into a scan result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
+from npuwatch.collector.files import list_log_files, read_chunks
+from npuwatch.parsers import LocalClock, StreamParser
+
+ProgressCallback = Callable[[int, int, int], None]
+"""Called after each file with (files done, files in all, bytes done)."""
+
+
+def scan_tree(
+    root: Path,
+    clock: LocalClock,
+    context_lines: int = DEFAULT_CONTEXT_LINES,
+    host: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> ScanResult:
+    """Parse every log file under `root` (or `root` itself when it is a file)."""
+    aggregator = ScanAggregator(str(root), context_lines)
+    if root.is_dir():
+        listing = list_log_files(root)
+        files = listing.files
+        for problem in listing.problems:
+            aggregator.add_problem(problem)
+    else:
+        files = [root]
+    done_bytes = 0
+    for index, path in enumerate(files, 1):
+        try:
+            size = path.stat().st_size
+            parser = StreamParser(clock, path=str(path), host=host)
+            aggregator.start_file(parser.source, size)
+            offset = 0
+            add = aggregator.add
+            for chunk in read_chunks(path):
+                for record in parser.feed(chunk, offset):
+                    add(record)
+                offset += len(chunk)
+            for record in parser.flush():
+                add(record)
+            done_bytes += size
+        except OSError as error:
+            aggregator.add_problem(f"cannot read {path}: {error.strerror or error}")
+        if progress is not None:
+            progress(index, len(files), done_bytes)
+    return aggregator.finish()

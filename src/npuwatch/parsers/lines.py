@@ -1,0 +1,77 @@
+"""One line in, a record start or nothing (a continuation line) out.
+
+The order matters and is the order of likelihood: the strict CANN header (almost every line of a
+plog), then the tolerant header, then prefixes that wrap a line, then console blocks and
+neighbouring formats. A line that matches none of them continues the record before it (formats
+doc §1.4); the stream parser decides what that means at the start of a stream.
+"""
+
+from __future__ import annotations
+
+from npuwatch.parsers.console import match_console
+from npuwatch.parsers.neighbours import match_neighbour
+from npuwatch.parsers.prefixes import Prefix, peel
+from npuwatch.parsers.slog import STRICT, from_strict, from_tolerant
+from npuwatch.parsers.timestamps import LocalClock
+from npuwatch.records import Record
+
+_CONTINUATION_STARTS = frozenset(" \t")
+
+
+def classify_slow(text: str, clock: LocalClock, year: int | None) -> tuple[Record | None, Prefix | None]:
+    """Classify a line that the strict header did not match.
+
+    Returns the record the line starts (or None for a continuation line) and the prefixes
+    peeled off it, which still describe a continuation line (a vLLM level, a rank).
+    """
+    first = text[:1]
+    if not first or first in _CONTINUATION_STARTS:
+        return None, None
+    record = from_tolerant(text, 0, clock)
+    if record is not None:
+        return record, None
+    prefix = peel(text)
+    start = 0
+    if prefix is not None:
+        start = prefix.end
+        inner_first = text[start : start + 1]
+        if not inner_first or inner_first in _CONTINUATION_STARTS:
+            return None, prefix
+        match = STRICT.match(text, start)
+        if match is not None:
+            record = from_strict(match, text, clock)
+        else:
+            record = from_tolerant(text, start, clock)
+    if record is None:
+        record = match_console(text, start, clock, year)
+    if record is None:
+        record = match_neighbour(text, start, clock, year)
+    if record is None and prefix is not None and prefix.level is not None:
+        record = record_from_prefix(text, prefix, clock, year)
+    if record is not None and prefix is not None:
+        apply_prefix(record, prefix)
+    return record, prefix
+
+
+def record_from_prefix(
+    text: str, prefix: Prefix, clock: LocalClock, year: int | None
+) -> Record:
+    """A record for a line whose only structure is a framework logger prefix (vLLM)."""
+    record = Record(text, "vllm")
+    record.level = prefix.level
+    record.message = text[prefix.end :]
+    record.origin_file, record.origin_line = prefix.origin_file, prefix.origin_line
+    if prefix.date is not None and year is not None:
+        record.timestamp_us = clock.local_us(year, *prefix.date)
+    apply_prefix(record, prefix)
+    return record
+
+
+def apply_prefix(record: Record, prefix: Prefix) -> None:
+    """Fill what the record lacks from what its prefixes said."""
+    if prefix.rank is not None and record.rank is None:
+        record.rank = prefix.rank
+    if prefix.pid is not None and record.pid is None:
+        record.pid = prefix.pid
+    if prefix.process_name and not record.process_name:
+        record.process_name = prefix.process_name

@@ -1,0 +1,270 @@
+"""Assembling the lines of one log stream into records.
+
+A record starts at a line with a header (or another known start) and takes every following line
+that has none: `<exception_print>` register dumps, JSON dumps, TraceBack chains, raw protobuf
+bytes. A record is bounded by a line count and a byte size; what goes beyond starts a new record
+flagged `split`, so nothing is dropped. The last record is held until the next start or until
+`flush()` (the end of a file, or an idle timeout in the agent).
+
+Lossless: the `original` texts of the records, joined by newlines, give back the decoded input.
+
+This is the per-line hot path. A chunk is decoded in one call when it is clean UTF-8 (the common
+case), the strict CANN header is tried before anything else, and a record's body fields are left
+for first access (see `Record`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from npuwatch.parsers.codes import find_error_codes, find_framework_code, find_runtime_codes
+from npuwatch.parsers.decoding import cut_line, decode_line
+from npuwatch.parsers.lines import classify_slow, record_from_prefix
+from npuwatch.parsers.paths import describe_path
+from npuwatch.parsers.slog import STRICT, from_strict
+from npuwatch.parsers.timestamps import LocalClock, year_of
+from npuwatch.records import Flag, Record
+
+_QUIET_LEVELS = frozenset({"DEBUG", "INFO", "EVENT", "TRACE", "OPLOG", "NULL"})
+"""Levels whose records are not searched for numeric ACL codes: in them a six-digit number is
+a size or a counter far more often than an error code, and the search costs on every line."""
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """Bounds that keep one bad line or one endless dump from taking all memory."""
+
+    max_line_bytes: int = 64 * 1024
+    """Longer lines are cut and flagged `truncated` (CANN itself never writes more than 1 KiB)."""
+    max_record_lines: int = 1000
+    """A multi-line record holds at most this many lines; the rest starts a `split` record."""
+    max_record_bytes: int = 1024 * 1024
+    """A multi-line record holds at most this many bytes of text."""
+
+
+@dataclass
+class _Lines:
+    """A chunk split into decoded lines, with what was unusual about each."""
+
+    texts: list[str]
+    sizes: list[int] | None = None
+    """Byte size of each line; None when every line is ASCII (sizes are the text lengths)."""
+    flags: dict[int, tuple[int, str | None]] | None = None
+    """Line index → (flags, encoding) for lines that were cut or were not UTF-8."""
+
+
+class StreamParser:
+    """Parses the bytes of one log stream (a file, or standard input) into records.
+
+    Feed it complete lines with `feed()`, in order; call `flush()` at the end of the stream (or
+    when it has been idle) to get the record still being assembled.
+    """
+
+    def __init__(
+        self,
+        clock: LocalClock,
+        path: str | None = None,
+        host: str | None = None,
+        limits: ParseLimits | None = None,
+    ) -> None:
+        self._clock = clock
+        self._limits = limits or ParseLimits()
+        self.source = describe_path(path, clock, host)
+        self._current: Record | None = None
+        self._extra: list[str] = []
+        self._extra_bytes = 0
+        self._last_timestamp: int | None = None
+        self._last_pre_sync = 0
+        created = self.source.created_us
+        self._year = year_of(created) if created is not None else None
+
+    def feed(self, data: bytes, offset: int = 0) -> list[Record]:
+        """Parse `data`, which starts at byte `offset` of the stream and ends at a line end
+        (or at the end of the stream). Returns the records completed by it."""
+        done: list[Record] = []
+        if not data:
+            return done
+        ends_with_newline = data[-1:] == b"\n"
+        lines = self._split(data[:-1] if ends_with_newline else data)
+        texts, sizes, odd = lines.texts, lines.sizes, lines.flags
+        last_index = len(texts) - 1
+        carriage_returns = b"\r" in data
+        clock = self._clock
+        strict_match = STRICT.match
+        position = offset
+        for index, text in enumerate(texts):
+            start = position
+            position += (len(text) if sizes is None else sizes[index]) + (
+                1 if ends_with_newline or index < last_index else 0
+            )
+            parse_text = text[:-1] if carriage_returns and text[-1:] == "\r" else text
+            match = strict_match(parse_text)
+            if match is not None:
+                record: Record | None = from_strict(match, parse_text, clock)
+            else:
+                record = self._classify(parse_text)
+                if record is None:
+                    if self._join(text, position, odd.get(index) if odd else None):
+                        continue
+                    record = Record(parse_text, "unparsed")
+                    record.message = parse_text
+                    record.flags = Flag.UNPARSED | (Flag.SPLIT if self._current is not None else 0)
+            if parse_text is not text:
+                record.original = text
+            if odd is not None and index in odd:
+                flags, encoding = odd[index]
+                record.flags |= flags
+                record.encoding = encoding
+            record.offset = start
+            record.end_offset = position
+            current = self._current
+            if current is not None:
+                done.append(self._finish(current))
+            self._begin(record)
+        return done
+
+    def flush(self) -> list[Record]:
+        """End the stream (or an idle pause): return the record still being assembled."""
+        if self._current is None:
+            return []
+        record = self._finish(self._current)
+        self._current = None
+        return [record]
+
+    def _split(self, data: bytes) -> _Lines:
+        max_line = self._limits.max_line_bytes
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            if text.isascii():
+                texts = text.split("\n")
+                if len(data) <= max_line or max(map(len, texts)) <= max_line:
+                    return _Lines(texts)
+        # The general path: line by line, in bytes, for sizes, cuts and other encodings.
+        raws = data.split(b"\n")
+        texts = []
+        odd: dict[int, tuple[int, str | None]] = {}
+        for index, raw in enumerate(raws):
+            flags = 0
+            if len(raw) > max_line:
+                raw = cut_line(raw, max_line)
+                flags = Flag.TRUNCATED
+            try:
+                texts.append(raw.decode("utf-8"))
+                encoding = None
+            except UnicodeDecodeError:
+                decoded, encoding = decode_line(raw)
+                texts.append(decoded)
+                flags |= Flag.INVALID_ENCODING
+            if flags:
+                odd[index] = (flags, encoding)
+        return _Lines(texts, [len(raw) for raw in raws], odd or None)
+
+    def _classify(self, text: str) -> Record | None:
+        """A record started by a line the strict header did not match, or None to join."""
+        record, prefix = classify_slow(text, self._clock, self._year)
+        if (
+            record is None
+            and prefix is not None
+            and prefix.level is not None
+            and self._current is None
+        ):
+            # A framework-prefixed line with nothing to continue: the prefix is its structure.
+            record = record_from_prefix(text, prefix, self._clock, self._year)
+        return record
+
+    def _join(self, text: str, end: int, odd: tuple[int, str | None] | None) -> bool:
+        """Add a line without a header to the current record, within the record's bounds."""
+        current = self._current
+        if current is None:
+            return False
+        limits = self._limits
+        if (
+            len(self._extra) + 1 >= limits.max_record_lines
+            or len(current.original) + self._extra_bytes + len(text) >= limits.max_record_bytes
+        ):
+            return False
+        self._extra.append(text)
+        self._extra_bytes += len(text) + 1
+        current.end_offset = end
+        if odd is not None:
+            current.flags |= odd[0]
+            current.encoding = odd[1] or current.encoding
+        return True
+
+    def _begin(self, record: Record) -> None:
+        timestamp = record.timestamp_us
+        if timestamp is None:
+            if self._last_timestamp is not None:
+                record.timestamp_us = self._last_timestamp
+                record.flags |= Flag.TIMESTAMP_INFERRED | self._last_pre_sync
+        else:
+            if self._year is None or self._last_timestamp is None:
+                self._year = year_of(timestamp)
+            self._last_timestamp = timestamp
+            self._last_pre_sync = record.flags & Flag.PRE_CLOCK_SYNC
+        self._current = record
+        if self._extra:
+            self._extra = []
+            self._extra_bytes = 0
+
+    def _finish(self, record: Record) -> Record:
+        extra = self._extra
+        if extra:
+            record.original = record.original + "\n" + "\n".join(extra)
+            continuation = "\n".join(line.rstrip("\r") for line in extra)
+            if "body" in record.__dict__:
+                record.continuation = continuation
+            else:
+                record.message = record.message + "\n" + continuation
+            record.line_count = len(extra) + 1
+            self._extra = []
+            self._extra_bytes = 0
+        text = record.text
+        codes = find_error_codes(text)
+        preset = record.error_codes
+        if preset:  # the code a console block starts with comes first
+            codes = preset + [code for code in codes if code not in preset]
+        if codes:
+            record.error_codes = codes
+        if record.level not in _QUIET_LEVELS:
+            runtime_codes = find_runtime_codes(text)
+            if runtime_codes:
+                record.runtime_codes = runtime_codes
+            if record.framework_code is None and "ERR" in text:
+                record.framework_code = find_framework_code(text)
+        record.source = self.source
+        return record
+
+
+def parse_bytes(
+    data: bytes,
+    clock: LocalClock,
+    path: str | None = None,
+    host: str | None = None,
+    limits: ParseLimits | None = None,
+) -> list[Record]:
+    """Parse a whole stream held in memory into records."""
+    parser = StreamParser(clock, path=path, host=host, limits=limits)
+    records = parser.feed(data)
+    records.extend(parser.flush())
+    return records
+
+
+def iter_records(
+    chunks: Iterable[bytes],
+    clock: LocalClock,
+    path: str | None = None,
+    host: str | None = None,
+    limits: ParseLimits | None = None,
+) -> Iterator[Record]:
+    """Parse a stream given as chunks that each end at a line end (the last one may not)."""
+    parser = StreamParser(clock, path=path, host=host, limits=limits)
+    offset = 0
+    for chunk in chunks:
+        yield from parser.feed(chunk, offset)
+        offset += len(chunk)
+    yield from parser.flush()

@@ -1,0 +1,344 @@
+"""The record schema: every field npuwatch writes, named after the Elastic Common Schema.
+
+Two views of one schema live here, side by side, so that the names exist in one place:
+
+* `LogRecord` is the pydantic model. It is the published contract (`npuwatch schema` prints its
+  JSON Schema, later issues generate the search-engine mapping from it) and the validator used at
+  the boundaries: reading documents back, tests, anything that arrives from outside.
+* `Record` is the plain object the parsers fill on the per-line hot path. Validating a pydantic
+  model per line would cost more than parsing the line, so the hot path builds `Record` and
+  `Record.to_document()` produces the nested ECS document that `LogRecord` validates.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+LogKind = Literal[
+    "plog", "device", "device-os", "device-app", "event", "firmware", "slogd", "other"
+]
+"""What wrote the file: host application (plog), device app logs pulled back to the host
+(device), the device control CPU (device-os), an app on the device (device-app), fault events
+(event), NPU firmware (firmware), the log daemon's own log (slogd), or anything else."""
+
+LogChannel = Literal["debug", "run", "security"]
+"""CANN's three log channels: debug (level set by ASCEND_GLOBAL_LOG_LEVEL), run and security."""
+
+
+class Flag(enum.IntFlag):
+    """Facts about how a record was read, kept so that nothing odd is silent."""
+
+    UNPARSED = 1
+    """No known format matched; the raw text is kept as the message."""
+    TRUNCATED = 2
+    """A line was longer than the configured cap and was cut."""
+    PRE_CLOCK_SYNC = 4
+    """The device wrote the record before its clock was synced (a 1970 timestamp)."""
+    INVALID_ENCODING = 8
+    """The bytes were not UTF-8; they were decoded as GBK or with escapes."""
+    TIMESTAMP_INFERRED = 16
+    """The line carries no usable time; the time of the record before it was used."""
+    SPLIT = 32
+    """A multi-line record reached its line or byte bound; this record continues it."""
+
+    @classmethod
+    def names(cls, value: int) -> list[str]:
+        return [flag.name.lower() for flag in cls if value & flag and flag.name]
+
+
+FLAG_NAMES = [flag.name.lower() for flag in Flag if flag.name]
+ERROR_LEVELS = frozenset({"ERROR", "EXCEPTION", "CRITICAL", "FATAL"})
+
+
+def format_timestamp(epoch_us: int) -> str:
+    """Format microseconds since the epoch as an ISO 8601 UTC string ending in Z."""
+    moment = EPOCH + timedelta(microseconds=epoch_us)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+_BODY_FIELDS = frozenset(
+    {
+        "message",
+        "origin_file",
+        "origin_line",
+        "thread_id",
+        "function",
+        "submodule",
+        "tags",
+        "rank",
+        "device",
+    }
+)
+
+
+class Record:
+    """One log event as the parsers build it: plain attributes, no validation.
+
+    `original` holds the exact text of every physical line of the record, joined by newlines
+    (carriage returns kept), so that the originals of all records of a stream, in order, give back
+    the stream.
+
+    Two things keep this class cheap enough for the per-line hot path. Optional fields default
+    to class attributes, so a record stores only what its line carried. And the fields that come
+    from the body of a CANN line (`message`, origin, thread, function, sub-module, tags) are
+    derived on first access from `body`, by `body_parser`: counting levels, codes and processes
+    over a million lines never pays for them.
+    """
+
+    message: str
+    origin_file: str | None
+    origin_line: int | None
+    thread_id: int | None
+    function: str | None
+    submodule: str | None
+    tags: list[str] | None
+    rank: int | None
+    device: int | None
+
+    timestamp_us: int | None = None
+    level: str | None = None
+    logger: str | None = None
+    pid: int | None = None
+    process_name: str | None = None
+    error_codes: list[str] = []  # noqa: RUF012 - replaced, never mutated in place
+    runtime_codes: list[int] = []  # noqa: RUF012 - replaced, never mutated in place
+    framework_code: str | None = None
+    flags: int = 0
+    encoding: str | None = None
+    line_count: int = 1
+    offset: int | None = None
+    end_offset: int | None = None
+    source: SourceInfo | None = None
+    body: str | None = None
+    """The text after a CANN header, not yet split into body fields."""
+    continuation: str | None = None
+    """Lines after the first, joined by newlines (carriage returns removed)."""
+    body_parser: Callable[[Record, str], None] | None = None
+
+    def __init__(self, original: str, fmt: str) -> None:
+        self.original = original
+        self.format = fmt
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for attributes not set yet: the body fields of a record whose body has
+        # not been parsed. Parsing sets all of them.
+        if name not in _BODY_FIELDS:
+            raise AttributeError(name)
+        body = self.__dict__.pop("body", None)
+        if body is not None and self.body_parser is not None:
+            self.body_parser(self, body)
+        values = self.__dict__
+        for field in _BODY_FIELDS:
+            values.setdefault(field, "" if field == "message" else None)
+        continuation = values.pop("continuation", None)
+        if continuation is not None:
+            values["message"] = values["message"] + "\n" + continuation
+        return values[name]
+
+    @property
+    def error_code(self) -> str | None:
+        """The primary CANN code: the first one in the record."""
+        return self.error_codes[0] if self.error_codes else None
+
+    @property
+    def is_error(self) -> bool:
+        return self.level in ERROR_LEVELS
+
+    @property
+    def text(self) -> str:
+        """Everything after the header, with continuation lines: where codes are searched."""
+        body = self.__dict__.get("body")
+        head = body if body is not None else self.message
+        continuation = self.__dict__.get("continuation")
+        if continuation is not None and body is not None:
+            return head + "\n" + continuation
+        return head
+
+    def to_document(self) -> dict[str, Any]:
+        """The nested ECS document for this record; absent values are left out."""
+        source = self.source or SourceInfo()
+        doc: dict[str, Any] = {}
+        if self.timestamp_us is not None:
+            doc["@timestamp"] = format_timestamp(self.timestamp_us)
+        doc["message"] = self.message
+        log: dict[str, Any] = _compact(level=self.level, logger=self.logger, offset=self.offset)
+        if source.path is not None:
+            log["file"] = {"path": source.path}
+        origin_file = _compact(name=self.origin_file, line=self.origin_line)
+        origin = _compact(function=self.function)
+        if origin_file:
+            origin["file"] = origin_file
+        if origin:
+            log["origin"] = origin
+        doc["log"] = log
+        process = _compact(pid=self.pid, name=self.process_name)
+        if self.thread_id is not None:
+            process["thread"] = {"id": self.thread_id}
+        if process:
+            doc["process"] = process
+        if self.error_codes:
+            doc["error"] = {"code": self.error_codes[0]}
+        doc["event"] = {"original": self.original}
+        if source.host is not None:
+            doc["host"] = {"name": source.host}
+        ascend = _compact(
+            kind=source.kind,
+            channel=source.channel,
+            device=self.device if self.device is not None else source.device,
+            rank=self.rank,
+            error_codes=self.error_codes or None,
+            runtime_codes=self.runtime_codes or None,
+            framework_code=self.framework_code,
+            tags=self.tags or None,
+            submodule=self.submodule,
+            format=self.format,
+            flags=Flag.names(self.flags) or None,
+            encoding=self.encoding,
+            lines=self.line_count,
+            end_offset=self.end_offset,
+        )
+        file_info = _compact(
+            pid=source.pid,
+            created=None if source.created_us is None else format_timestamp(source.created_us),
+        )
+        if file_info:
+            ascend["file"] = file_info
+        doc["ascend"] = ascend
+        return doc
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where records came from: shared by every record of one stream."""
+
+    path: str | None = None
+    host: str | None = None
+    kind: str = "other"
+    channel: str | None = None
+    device: int | None = None
+    pid: int | None = None
+    """The pid in the file name."""
+    created_us: int | None = None
+    """The creation time in the file name."""
+
+
+def _compact(**values: Any) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+# --- the published schema -------------------------------------------------------------------
+
+_CODE_PATTERN = r"^[EW][0-9A-Z][0-9]{4}$"
+
+
+class _Schema(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class OriginFile(_Schema):
+    name: str | None = Field(None, description="Source file that wrote the record.")
+    line: int | None = Field(None, description="Source line that wrote the record.")
+
+
+class Origin(_Schema):
+    file: OriginFile | None = None
+    function: str | None = Field(None, description="Function that wrote the record.")
+
+
+class LogFile(_Schema):
+    path: str | None = Field(None, description="The log file the record was read from.")
+
+
+class Log(_Schema):
+    level: str | None = Field(
+        None, description="DEBUG, INFO, WARNING, ERROR, EVENT, TRACE, OPLOG, NULL, ..."
+    )
+    logger: str | None = Field(None, description="The CANN module: GE, RUNTIME, HCCL, ...")
+    offset: int | None = Field(None, ge=0, description="Byte offset of the record in the file.")
+    file: LogFile | None = None
+    origin: Origin | None = None
+
+
+class Thread(_Schema):
+    id: int | None = None
+
+
+class Process(_Schema):
+    pid: int | None = Field(None, description="Process id; firmware writes -1 and -2.")
+    name: str | None = Field(None, description="Process name as CANN printed it (may be empty).")
+    thread: Thread | None = None
+
+
+class Error(_Schema):
+    code: str | None = Field(
+        None, pattern=_CODE_PATTERN, description="Primary six-character CANN code, e.g. E30009."
+    )
+
+
+class Event(_Schema):
+    original: str = Field(description="The exact raw text of the record, all its lines.")
+
+
+class Host(_Schema):
+    name: str | None = None
+
+
+class AscendFile(_Schema):
+    pid: int | None = Field(None, description="Process id from the file name.")
+    created: AwareDatetime | None = Field(None, description="Creation time from the file name.")
+
+
+class Ascend(_Schema):
+    kind: LogKind | None = None
+    channel: LogChannel | None = None
+    device: int | None = Field(None, description="NPU (logical) id.")
+    rank: int | None = Field(None, description="Rank in the collective job.")
+    error_codes: list[str] | None = Field(
+        None, description="Every six-character CANN code in the record, primary first."
+    )
+    runtime_codes: list[int] | None = Field(
+        None, description="Numeric ACL/runtime codes such as 507035 or 107020."
+    )
+    framework_code: str | None = Field(
+        None, pattern=r"^ERR[0-9]{5}$", description="torch_npu code such as ERR02200."
+    )
+    tags: list[str] | None = Field(
+        None, description="Phase and stage tags: [INIT][DEFAULT], [InitChannelStage], ..."
+    )
+    submodule: str | None = Field(None, description="Sub-module tag, e.g. devmm, hdc.")
+    format: str = Field(description="Which line format the record was read as.")
+    flags: list[Literal[tuple(FLAG_NAMES)]] | None = None  # type: ignore[valid-type]
+    encoding: Literal["gbk", "utf-8-escaped"] | None = Field(
+        None, description="How bytes that were not UTF-8 were decoded."
+    )
+    lines: int = Field(1, ge=1, description="Physical lines in the record.")
+    end_offset: int | None = Field(None, ge=0, description="Byte offset just after the record.")
+    file: AscendFile | None = None
+
+
+class LogRecord(_Schema):
+    """One log event in ECS form: the document npuwatch writes and ships."""
+
+    timestamp: AwareDatetime | None = Field(
+        None, alias="@timestamp", description="When it was written, in UTC."
+    )
+    message: str
+    log: Log
+    process: Process | None = None
+    error: Error | None = None
+    event: Event
+    host: Host | None = None
+    ascend: Ascend
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a record document, with ECS names."""
+    return LogRecord.model_json_schema(by_alias=True)
