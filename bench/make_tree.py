@@ -20,7 +20,7 @@ _SINGLE_LINE_TEMPLATES = [
     (20, "DEBUG INFO", "RUNTIME",
      "[stream.cc:{line}] {tid} StreamSynchronize: stream_id={n}, task_id={m}, device_id={dev}, "
      "flip_num=0, timeout=-1ms"),
-    (10, "ERROR", "RUNTIME",
+    (0.3, "ERROR", "RUNTIME",
      "[task_info.cc:{line}]{tid} PrintErrorInfo:[EXEC][EXEC]Task exception! device_id={dev}, "
      "stream_id={n}, task_id={m}, retCode=0x91"),
     (12, "DEBUG INFO", "GE",
@@ -29,7 +29,7 @@ _SINGLE_LINE_TEMPLATES = [
     (12, "INFO DEBUG", "HCCL",
      "[hccl_communicator.cc:{line}] [{tid}][TaskExecStage]AllReduce: tag[AllReduce_group_{n}], "
      "count[{m}], dataType[float16], op[sum], streamId[{n}]"),
-    (6, "WARNING INFO", "HCCL",
+    (3, "WARNING INFO INFO", "HCCL",
      "[externalinput.cc:{line}] [{tid}][HCCL_ENV] HCCL_EXEC_TIMEOUT set by default to [1836]s"),
     (8, "INFO DEBUG", "TDT",
      "[process_mode_manager.cpp:{line}][Open][tid:{tid}] [ProcessModeManager] enter into open "
@@ -46,7 +46,7 @@ _SINGLE_LINE_TEMPLATES = [
     (4, "INFO", "PROFILING",
      "[prof_device_core.cpp:{line}] (tid:{tid}) Begin to flush data, module:DATA_PREPROCESS-{n}"),
     (3, "INFO", "ATRACE", "[trace_recorder.c:{line}](tid:{tid}) trace session {n} saved."),
-    (3, "ERROR", "HCCP",
+    (0.2, "ERROR", "HCCP",
      "[rs.c:{line}]tid:{tid},rs_socket_connect({line}) : connect to 10.0.{dev}.{n} timeout, "
      "ret:-110"),
     (5, "DEBUG INFO", "ASCENDCL",
@@ -54,10 +54,10 @@ _SINGLE_LINE_TEMPLATES = [
      "aclrtMemcpyAsync, size {m}"),
     (3, "EVENT", "GE",
      "[gelib.cc:{line}]{tid} Initialize:[GEPERFTRACE] GE Init Start"),
-    (2, "ERROR", "ASCENDCL",
+    (0.2, "ERROR", "ASCENDCL",
      "[device.cpp:{line}]{tid} aclrtSynchronizeDevice:[INIT][DEFAULT]wait for compute device "
      "to finish failed, runtime result = 507035."),
-    (1, "ERROR", "GE",
+    (0.1, "ERROR", "GE",
      "[error_manager.cc:{line}]{tid} ReportInterErrMessage:report error_message, "
      "error_code:E30009, work_stream_id:11"),
 ]
@@ -123,7 +123,7 @@ def write_tree(root: Path, lines: int, seed: int = 7, processes: int = 16) -> in
         count = 0
         while count < per_process:
             moment += timedelta(microseconds=rng.randrange(20, 400))
-            if rng.random() < 0.004:
+            if rng.random() < 0.002:
                 block = _multi_line(rng, pid, pname, moment)
                 out.extend(block)
                 count += len(block)

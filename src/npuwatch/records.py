@@ -12,11 +12,10 @@ Two views of one schema live here, side by side, so that the names exist in one 
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -33,8 +32,11 @@ LogChannel = Literal["debug", "run", "security"]
 """CANN's three log channels: debug (level set by ASCEND_GLOBAL_LOG_LEVEL), run and security."""
 
 
-class Flag(enum.IntFlag):
-    """Facts about how a record was read, kept so that nothing odd is silent."""
+class Flag:
+    """Facts about how a record was read, kept so that nothing odd is silent.
+
+    Plain integer bits (not an enum): they are combined on the per-line hot path.
+    """
 
     UNPARSED = 1
     """No known format matched; the raw text is kept as the message."""
@@ -49,12 +51,21 @@ class Flag(enum.IntFlag):
     SPLIT = 32
     """A multi-line record reached its line or byte bound; this record continues it."""
 
+    BY_NAME: ClassVar[dict[str, int]] = {
+        "unparsed": UNPARSED,
+        "truncated": TRUNCATED,
+        "pre_clock_sync": PRE_CLOCK_SYNC,
+        "invalid_encoding": INVALID_ENCODING,
+        "timestamp_inferred": TIMESTAMP_INFERRED,
+        "split": SPLIT,
+    }
+
     @classmethod
     def names(cls, value: int) -> list[str]:
-        return [flag.name.lower() for flag in cls if value & flag and flag.name]
+        return [name for name, bit in cls.BY_NAME.items() if value & bit]
 
 
-FLAG_NAMES = [flag.name.lower() for flag in Flag if flag.name]
+FLAG_NAMES = list(Flag.BY_NAME)
 ERROR_LEVELS = frozenset({"ERROR", "EXCEPTION", "CRITICAL", "FATAL"})
 
 

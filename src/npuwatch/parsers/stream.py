@@ -22,7 +22,8 @@ from npuwatch.parsers.codes import find_error_codes, find_framework_code, find_r
 from npuwatch.parsers.decoding import cut_line, decode_line
 from npuwatch.parsers.lines import classify_slow, record_from_prefix
 from npuwatch.parsers.paths import describe_path
-from npuwatch.parsers.slog import STRICT, from_strict
+from npuwatch.parsers.first_pass import scan_chunk
+from npuwatch.parsers.slog import SlogRecord
 from npuwatch.parsers.timestamps import LocalClock, year_of
 from npuwatch.records import Flag, Record
 
@@ -41,17 +42,6 @@ class ParseLimits:
     """A multi-line record holds at most this many lines; the rest starts a `split` record."""
     max_record_bytes: int = 1024 * 1024
     """A multi-line record holds at most this many bytes of text."""
-
-
-@dataclass
-class _Lines:
-    """A chunk split into decoded lines, with what was unusual about each."""
-
-    texts: list[str]
-    sizes: list[int] | None = None
-    """Byte size of each line; None when every line is ASCII (sizes are the text lengths)."""
-    flags: dict[int, tuple[int, str | None]] | None = None
-    """Line index → (flags, encoding) for lines that were cut or were not UTF-8."""
 
 
 class StreamParser:
@@ -85,43 +75,38 @@ class StreamParser:
         done: list[Record] = []
         if not data:
             return done
-        ends_with_newline = data[-1:] == b"\n"
-        lines = self._split(data[:-1] if ends_with_newline else data)
-        texts, sizes, odd = lines.texts, lines.sizes, lines.flags
-        last_index = len(texts) - 1
-        carriage_returns = b"\r" in data
         clock = self._clock
-        strict_match = STRICT.match
-        position = offset
-        for index, text in enumerate(texts):
-            start = position
-            position += (len(text) if sizes is None else sizes[index]) + (
-                1 if ends_with_newline or index < last_index else 0
-            )
-            parse_text = text[:-1] if carriage_returns and text[-1:] == "\r" else text
-            match = strict_match(parse_text)
-            if match is not None:
-                record: Record | None = from_strict(match, parse_text, clock)
-            else:
-                record = self._classify(parse_text)
+        items = scan_chunk(
+            data,
+            offset,
+            SlogRecord,
+            clock.minutes,
+            clock.slog_minute_us,
+            self._limits.max_line_bytes,
+            self.source,
+        )
+        quiet = _QUIET_LEVELS
+        for item in items:
+            if item.__class__ is tuple:
+                record = self._other_line(item, data, offset)  # type: ignore[arg-type]
                 if record is None:
-                    if self._join(text, position, odd.get(index) if odd else None):
-                        continue
-                    record = Record(parse_text, "unparsed")
-                    record.message = parse_text
-                    record.flags = Flag.UNPARSED | (Flag.SPLIT if self._current is not None else 0)
-            if parse_text is not text:
-                record.original = text
-            if odd is not None and index in odd:
-                flags, encoding = odd[index]
-                record.flags |= flags
-                record.encoding = encoding
-            record.offset = start
-            record.end_offset = position
+                    continue
+            else:
+                record = item  # type: ignore[assignment]
             current = self._current
             if current is not None:
-                done.append(self._finish(current))
-            self._begin(record)
+                if current.source is None or self._extra or current.level not in quiet:
+                    current = self._finish(current)
+                done.append(current)
+            timestamp = record.timestamp_us
+            if timestamp is None:
+                self._infer_timestamp(record)
+            else:
+                if self._year is None:
+                    self._year = year_of(timestamp)
+                self._last_timestamp = timestamp
+                self._last_pre_sync = record.flags & Flag.PRE_CLOCK_SYNC
+            self._current = record
         return done
 
     def flush(self) -> list[Record]:
@@ -132,51 +117,47 @@ class StreamParser:
         self._current = None
         return [record]
 
-    def _split(self, data: bytes) -> _Lines:
-        max_line = self._limits.max_line_bytes
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            if text.isascii():
-                texts = text.split("\n")
-                if len(data) <= max_line or max(map(len, texts)) <= max_line:
-                    return _Lines(texts)
-        # The general path: line by line, in bytes, for sizes, cuts and other encodings.
-        raws = data.split(b"\n")
-        texts = []
-        odd: dict[int, tuple[int, str | None]] = {}
-        for index, raw in enumerate(raws):
-            flags = 0
-            if len(raw) > max_line:
-                raw = cut_line(raw, max_line)
+    def _other_line(
+        self, item: tuple[str | None, int, int], data: bytes, offset: int
+    ) -> Record | None:
+        """A line the first pass left: start a record with it, or join it to the current one."""
+        text, start, end = item
+        flags = 0
+        encoding = None
+        if text is None:
+            raw = data[start - offset : end - offset]
+            if raw[-1:] == b"\n":
+                raw = raw[:-1]
+            if len(raw) > self._limits.max_line_bytes:
+                raw = cut_line(raw, self._limits.max_line_bytes)
                 flags = Flag.TRUNCATED
             try:
-                texts.append(raw.decode("utf-8"))
-                encoding = None
+                text = raw.decode("utf-8")
             except UnicodeDecodeError:
-                decoded, encoding = decode_line(raw)
-                texts.append(decoded)
+                text, encoding = decode_line(raw)
                 flags |= Flag.INVALID_ENCODING
-            if flags:
-                odd[index] = (flags, encoding)
-        return _Lines(texts, [len(raw) for raw in raws], odd or None)
-
-    def _classify(self, text: str) -> Record | None:
-        """A record started by a line the strict header did not match, or None to join."""
-        record, prefix = classify_slow(text, self._clock, self._year)
-        if (
-            record is None
-            and prefix is not None
-            and prefix.level is not None
-            and self._current is None
-        ):
-            # A framework-prefixed line with nothing to continue: the prefix is its structure.
-            record = record_from_prefix(text, prefix, self._clock, self._year)
+        parse_text = text[:-1] if text[-1:] == "\r" else text
+        record, prefix = classify_slow(parse_text, self._clock, self._year)
+        if record is None:
+            if self._join(text, end, flags, encoding):
+                return None
+            if prefix is not None and prefix.level is not None:
+                # A framework-prefixed line with nothing to continue: the prefix is its structure.
+                record = record_from_prefix(parse_text, prefix, self._clock, self._year)
+            else:
+                record = Record(parse_text, "unparsed")
+                record.message = parse_text
+                record.flags = Flag.UNPARSED | (Flag.SPLIT if self._current is not None else 0)
+        if parse_text is not text:
+            record.original = text
+        if flags:
+            record.flags |= flags
+            record.encoding = encoding
+        record.offset = start
+        record.end_offset = end
         return record
 
-    def _join(self, text: str, end: int, odd: tuple[int, str | None] | None) -> bool:
+    def _join(self, text: str, end: int, flags: int, encoding: str | None) -> bool:
         """Add a line without a header to the current record, within the record's bounds."""
         current = self._current
         if current is None:
@@ -190,26 +171,16 @@ class StreamParser:
         self._extra.append(text)
         self._extra_bytes += len(text) + 1
         current.end_offset = end
-        if odd is not None:
-            current.flags |= odd[0]
-            current.encoding = odd[1] or current.encoding
+        if flags:
+            current.flags |= flags
+            current.encoding = encoding or current.encoding
         return True
 
-    def _begin(self, record: Record) -> None:
-        timestamp = record.timestamp_us
-        if timestamp is None:
-            if self._last_timestamp is not None:
-                record.timestamp_us = self._last_timestamp
-                record.flags |= Flag.TIMESTAMP_INFERRED | self._last_pre_sync
-        else:
-            if self._year is None or self._last_timestamp is None:
-                self._year = year_of(timestamp)
-            self._last_timestamp = timestamp
-            self._last_pre_sync = record.flags & Flag.PRE_CLOCK_SYNC
-        self._current = record
-        if self._extra:
-            self._extra = []
-            self._extra_bytes = 0
+    def _infer_timestamp(self, record: Record) -> None:
+        """A record whose line carries no usable time takes the time of the record before it."""
+        if self._last_timestamp is not None:
+            record.timestamp_us = self._last_timestamp
+            record.flags |= Flag.TIMESTAMP_INFERRED | self._last_pre_sync
 
     def _finish(self, record: Record) -> Record:
         extra = self._extra
@@ -224,12 +195,13 @@ class StreamParser:
             self._extra = []
             self._extra_bytes = 0
         text = record.text
-        codes = find_error_codes(text)
-        preset = record.error_codes
-        if preset:  # the code a console block starts with comes first
-            codes = preset + [code for code in codes if code not in preset]
-        if codes:
-            record.error_codes = codes
+        if extra or record.source is None:
+            codes = find_error_codes(text)
+            preset = record.error_codes
+            if preset:  # the code a console block (or the first line) starts with comes first
+                codes = preset + [code for code in codes if code not in preset]
+            if codes:
+                record.error_codes = codes
         if record.level not in _QUIET_LEVELS:
             runtime_codes = find_runtime_codes(text)
             if runtime_codes:
