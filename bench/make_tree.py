@@ -17,49 +17,104 @@ from pathlib import Path
 
 _SINGLE_LINE_TEMPLATES = [
     # (weight, level choices, module, body template)
-    (20, "DEBUG INFO", "RUNTIME",
-     "[stream.cc:{line}] {tid} StreamSynchronize: stream_id={n}, task_id={m}, device_id={dev}, "
-     "flip_num=0, timeout=-1ms"),
-    (0.3, "ERROR", "RUNTIME",
-     "[task_info.cc:{line}]{tid} PrintErrorInfo:[EXEC][EXEC]Task exception! device_id={dev}, "
-     "stream_id={n}, task_id={m}, retCode=0x91"),
-    (12, "DEBUG INFO", "GE",
-     "[graph_manager.cc:{line}]{tid} PreRun:[GEPERFTRACE] The time cost of GraphManager::stages "
-     "is [{m}] micro second."),
-    (12, "INFO DEBUG", "HCCL",
-     "[hccl_communicator.cc:{line}] [{tid}][TaskExecStage]AllReduce: tag[AllReduce_group_{n}], "
-     "count[{m}], dataType[float16], op[sum], streamId[{n}]"),
-    (3, "WARNING INFO INFO", "HCCL",
-     "[externalinput.cc:{line}] [{tid}][HCCL_ENV] HCCL_EXEC_TIMEOUT set by default to [1836]s"),
-    (8, "INFO DEBUG", "TDT",
-     "[process_mode_manager.cpp:{line}][Open][tid:{tid}] [ProcessModeManager] enter into open "
-     "process deviceId[{dev}] rankSize[8]"),
-    (6, "DEBUG INFO", "DRV",
-     "[ascend][curpid: {pid}, {tid}][drv][devmm][devmm_alloc_mem {line}]Alloc mem success. "
-     "(size={m}; devid={dev}; va=0x12c0c00{n:05x})"),
-    (4, "INFO", "DRV",
-     "[devdrv_pcie.c:{line}][devmng][drvGetDevInfo {line}] get device info, devid={dev} "
-     "module_type=0 info_type=3"),
-    (5, "INFO DEBUG", "IDEDD",
-     "[adx_dump_record.cpp:{line}][tid:{tid}]>>> dump record thread running, dev {dev}, "
-     "queue size {n}"),
-    (4, "INFO", "PROFILING",
-     "[prof_device_core.cpp:{line}] (tid:{tid}) Begin to flush data, module:DATA_PREPROCESS-{n}"),
+    (
+        20,
+        "DEBUG INFO",
+        "RUNTIME",
+        "[stream.cc:{line}] {tid} StreamSynchronize: stream_id={n}, task_id={m}, device_id={dev}, "
+        "flip_num=0, timeout=-1ms",
+    ),
+    (
+        0.3,
+        "ERROR",
+        "RUNTIME",
+        "[task_info.cc:{line}]{tid} PrintErrorInfo:[EXEC][EXEC]Task exception! device_id={dev}, "
+        "stream_id={n}, task_id={m}, retCode=0x91",
+    ),
+    (
+        12,
+        "DEBUG INFO",
+        "GE",
+        "[graph_manager.cc:{line}]{tid} PreRun:[GEPERFTRACE] The time cost of GraphManager::stages "
+        "is [{m}] micro second.",
+    ),
+    (
+        12,
+        "INFO DEBUG",
+        "HCCL",
+        "[hccl_communicator.cc:{line}] [{tid}][TaskExecStage]AllReduce: tag[AllReduce_group_{n}], "
+        "count[{m}], dataType[float16], op[sum], streamId[{n}]",
+    ),
+    (
+        3,
+        "WARNING INFO INFO",
+        "HCCL",
+        "[externalinput.cc:{line}] [{tid}][HCCL_ENV] HCCL_EXEC_TIMEOUT set by default to [1836]s",
+    ),
+    (
+        8,
+        "INFO DEBUG",
+        "TDT",
+        "[process_mode_manager.cpp:{line}][Open][tid:{tid}] [ProcessModeManager] enter into open "
+        "process deviceId[{dev}] rankSize[8]",
+    ),
+    (
+        6,
+        "DEBUG INFO",
+        "DRV",
+        "[ascend][curpid: {pid}, {tid}][drv][devmm][devmm_alloc_mem {line}]Alloc mem success. "
+        "(size={m}; devid={dev}; va=0x12c0c00{n:05x})",
+    ),
+    (
+        4,
+        "INFO",
+        "DRV",
+        "[devdrv_pcie.c:{line}][devmng][drvGetDevInfo {line}] get device info, devid={dev} "
+        "module_type=0 info_type=3",
+    ),
+    (
+        5,
+        "INFO DEBUG",
+        "IDEDD",
+        "[adx_dump_record.cpp:{line}][tid:{tid}]>>> dump record thread running, dev {dev}, "
+        "queue size {n}",
+    ),
+    (
+        4,
+        "INFO",
+        "PROFILING",
+        "[prof_device_core.cpp:{line}] (tid:{tid}) Begin to flush data, module:DATA_PREPROCESS-{n}",
+    ),
     (3, "INFO", "ATRACE", "[trace_recorder.c:{line}](tid:{tid}) trace session {n} saved."),
-    (0.2, "ERROR", "HCCP",
-     "[rs.c:{line}]tid:{tid},rs_socket_connect({line}) : connect to 10.0.{dev}.{n} timeout, "
-     "ret:-110"),
-    (5, "DEBUG INFO", "ASCENDCL",
-     "[memory.cpp:{line}]{tid} aclrtMemcpyAsync: [EXEC][DEFAULT]start to execute "
-     "aclrtMemcpyAsync, size {m}"),
-    (3, "EVENT", "GE",
-     "[gelib.cc:{line}]{tid} Initialize:[GEPERFTRACE] GE Init Start"),
-    (0.2, "ERROR", "ASCENDCL",
-     "[device.cpp:{line}]{tid} aclrtSynchronizeDevice:[INIT][DEFAULT]wait for compute device "
-     "to finish failed, runtime result = 507035."),
-    (0.1, "ERROR", "GE",
-     "[error_manager.cc:{line}]{tid} ReportInterErrMessage:report error_message, "
-     "error_code:E30009, work_stream_id:11"),
+    (
+        0.2,
+        "ERROR",
+        "HCCP",
+        "[rs.c:{line}]tid:{tid},rs_socket_connect({line}) : connect to 10.0.{dev}.{n} timeout, "
+        "ret:-110",
+    ),
+    (
+        5,
+        "DEBUG INFO",
+        "ASCENDCL",
+        "[memory.cpp:{line}]{tid} aclrtMemcpyAsync: [EXEC][DEFAULT]start to execute "
+        "aclrtMemcpyAsync, size {m}",
+    ),
+    (3, "EVENT", "GE", "[gelib.cc:{line}]{tid} Initialize:[GEPERFTRACE] GE Init Start"),
+    (
+        0.2,
+        "ERROR",
+        "ASCENDCL",
+        "[device.cpp:{line}]{tid} aclrtSynchronizeDevice:[INIT][DEFAULT]wait for compute device "
+        "to finish failed, runtime result = 507035.",
+    ),
+    (
+        0.1,
+        "ERROR",
+        "GE",
+        "[error_manager.cc:{line}]{tid} ReportInterErrMessage:report error_message, "
+        "error_code:E30009, work_stream_id:11",
+    ),
 ]
 _LEVEL_OF_DUMP_HEADER = "ERROR"
 _MODULE_SHORTCUTS = list(range(len(_SINGLE_LINE_TEMPLATES)))
@@ -88,16 +143,21 @@ def _multi_line(rng: random.Random, pid: int, pname: str, moment: datetime) -> l
             "[tf_adapter/common/adapter_logger.cc:27] [TF_ADAPTER] [npu_attrs.cc:812] "
             "session options:"
         )
-        body = ["{"] + [
-            f'  "ge.option_{i}": "{rng.getrandbits(24)}",' for i in range(rng.randrange(3, 9))
-        ] + ["}"]
+        body = (
+            ["{"]
+            + [f'  "ge.option_{i}": "{rng.getrandbits(24)}",' for i in range(rng.randrange(3, 9))]
+            + ["}"]
+        )
         return [head, *body]
     head = _header("ERROR", "GE", pid, pname, moment) + (
         f"[ge_executor.cc:{rng.randrange(100, 900)}]{pid} ExecModel: ErrorNo: 1343225857 "
         "execute model failed, TraceBack follows"
     )
-    return [head, "        TraceBack (most recent call last):",
-            "        rtStreamSynchronize execute failed, reason=[aicore exception]"]
+    return [
+        head,
+        "        TraceBack (most recent call last):",
+        "        rtStreamSynchronize execute failed, reason=[aicore exception]",
+    ]
 
 
 def write_tree(root: Path, lines: int, seed: int = 7, processes: int = 16) -> int:
@@ -133,8 +193,12 @@ def write_tree(root: Path, lines: int, seed: int = 7, processes: int = 16) -> in
             level = rng.choice(levels.split())
             tid = pid + rng.randrange(0, 40)
             body = template.format(
-                line=rng.randrange(20, 3000), tid=tid, pid=pid, n=rng.randrange(0, 4096),
-                m=rng.randrange(0, 10_000_000), dev=index % 8,
+                line=rng.randrange(20, 3000),
+                tid=tid,
+                pid=pid,
+                n=rng.randrange(0, 4096),
+                m=rng.randrange(0, 10_000_000),
+                dev=index % 8,
             )
             out.append(_header(level, module, pid, pname, moment) + body)
             count += 1

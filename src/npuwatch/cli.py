@@ -169,8 +169,13 @@ def _run_parse(args: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         try:
-            records = iter_records(read_chunks(path), clock, str(path), args.host)
+            modified_us = path.stat().st_mtime_ns // 1000
+            records = iter_records(
+                read_chunks(path), clock, str(path), args.host, reference_us=modified_us
+            )
             _print_records(records, table)
+        except BrokenPipeError:
+            raise
         except OSError as error:
             _error(f"cannot read {path}: {error.strerror or error}")
             status = EXIT_USAGE

@@ -166,9 +166,9 @@ class Record:
     @property
     def text(self) -> str:
         """Everything after the header, with continuation lines: where codes are searched."""
-        body = self.__dict__.get("body")
+        body: str | None = self.__dict__.get("body")
         head = body if body is not None else self.message
-        continuation = self.__dict__.get("continuation")
+        continuation: str | None = self.__dict__.get("continuation")
         if continuation is not None and body is not None:
             return head + "\n" + continuation
         return head

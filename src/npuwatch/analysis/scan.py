@@ -35,7 +35,9 @@ class CodeStats:
             "count": self.count,
             "first": _iso(self.first_us),
             "last": _iso(self.last_us),
-            "processes": [{"pid": pid, "name": name} for pid, name in sorted(self.processes.items())],
+            "processes": [
+                {"pid": pid, "name": name} for pid, name in sorted(self.processes.items())
+            ],
             "devices": sorted(self.devices),
         }
 

@@ -45,11 +45,7 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
         out.extend(f"  {problem}" for problem in result.problems)
         add("")
     errors = result.error_records
-    verdict = (
-        palette.level("ERROR", f"{errors} error records")
-        if errors
-        else "no error records"
-    )
+    verdict = palette.level("ERROR", f"{errors} error records") if errors else "no error records"
     add(f"Result: {verdict} in {result.records} records.")
     return "\n".join(out)
 
@@ -60,8 +56,9 @@ def _error_codes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) 
     add(palette.bold(f"Error codes ({len(result.codes)})"))
     add(f"  {'CODE':7} {'COUNT':>6}  {'FIRST':23}  {'LAST':23}  PROCESSES / DEVICES")
     for stats in sorted(result.codes.values(), key=lambda s: (s.first_us or 0, s.code)):
-        processes = _join(f"{pid}({name})" if name else str(pid) for pid, name in
-                          sorted(stats.processes.items()))
+        processes = _join(
+            f"{pid}({name})" if name else str(pid) for pid, name in sorted(stats.processes.items())
+        )
         devices = _join(str(device) for device in sorted(stats.devices))
         code = palette.level("ERROR" if stats.code[0] == "E" else "WARNING", f"{stats.code:7}")
         add(
@@ -86,7 +83,8 @@ def _first_errors(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add)
             + f"{error.path}:{error.line_number}"
         )
         if error.context:
-            add(palette.dim(f"   {len(error.context)} lines before it:"))
+            count = len(error.context)
+            add(palette.dim(f"   {count} line{'s' if count != 1 else ''} before it:"))
             for line in error.context:
                 add(palette.dim(f"   {line}"))
         for line in error.original.split("\n"):
@@ -109,15 +107,17 @@ def _processes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) ->
         add(
             f"  {process.pid if process.pid is not None else '-':>8}  "
             f"{(process.name or '-')[:20]:20} {process.records:>8} {errors}  "
-            f"{format_datetime(process.first_us, zone):23}  {format_datetime(process.last_us, zone)}"
+            f"{format_datetime(process.first_us, zone):23}  "
+            f"{format_datetime(process.last_us, zone)}"
         )
     if len(processes) > _MAX_PROCESSES_LISTED:
         add(f"  … and {len(processes) - _MAX_PROCESSES_LISTED} more (see --json)")
     add("")
 
 
-def _counts(counter: Counter[str], palette: Palette, limit: int | None = None,
-            levels: bool = False) -> str:
+def _counts(
+    counter: Counter[str], palette: Palette, limit: int | None = None, levels: bool = False
+) -> str:
     items = counter.most_common(limit)
     text = "  ".join(
         (palette.level(name, f"{name} {count}") if levels else f"{name} {count}")

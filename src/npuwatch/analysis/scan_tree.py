@@ -32,8 +32,11 @@ def scan_tree(
     done_bytes = 0
     for index, path in enumerate(files, 1):
         try:
-            size = path.stat().st_size
-            parser = StreamParser(clock, path=str(path), host=host)
+            status = path.stat()
+            size = status.st_size
+            parser = StreamParser(
+                clock, path=str(path), host=host, reference_us=status.st_mtime_ns // 1000
+            )
             aggregator.start_file(parser.source, size)
             offset = 0
             add = aggregator.add

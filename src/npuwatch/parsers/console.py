@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from npuwatch.parsers.timestamps import LocalClock
+from npuwatch.parsers.timestamps import LocalClock, fields_us
 from npuwatch.records import Record
 
 _CODE = r"[EW][0-9A-Z][0-9]{4}"
@@ -27,9 +27,7 @@ _CODE_FIRST = re.compile(
     r"(?:[A-Za-z_]*\((" + _CODE + r")\): *)?"
 )
 # `[PID: n] ts Title(CODE): message`, with or without the spaces.
-_PID_FIRST = re.compile(
-    r"\[PID: ?([0-9]+)\] ?" + _TS + r" ?([A-Za-z_]*)\((" + _CODE + r")\): *"
-)
+_PID_FIRST = re.compile(r"\[PID: ?([0-9]+)\] ?" + _TS + r" ?([A-Za-z_]*)\((" + _CODE + r")\): *")
 # `Title(CODE): message` (no pid, no time).
 _TITLE_FIRST = re.compile(r"([A-Z][A-Za-z_]+)\((" + _CODE + r")\): ")
 _TORCH_NPU = re.compile(
@@ -47,13 +45,11 @@ _PYTHON_EXCEPTION = re.compile(
 )
 # A line that starts with a bracketed level and no CANN header: sample apps (`[INFO]  acl init
 # success`), `[ERROR] HCCL error in: ...`, `[ERROR] RecentErrMsg: ...`.
-_BRACKET_LEVEL = re.compile(r"\[(ERROR|WARNING|WARN|INFO|DEBUG)\]:? ")
+_BRACKET_LEVEL = re.compile(r"\[(ERROR|WARNING|WARN|INFO|DEBUG)\]:? +")
 _C10_LEVELS = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL"}
 
 
-def match_console(
-    text: str, start: int, clock: LocalClock, year: int | None
-) -> Record | None:
+def match_console(text: str, start: int, clock: LocalClock, year: int | None) -> Record | None:
     """A console record starting at `start` of `text`, or None when the line is none of them."""
     first = text[start : start + 1]
     if first in ("E", "W"):
@@ -90,9 +86,8 @@ def match_console(
         if match is not None:
             record = _record(text, "c10", _C10_LEVELS[match[1]])
             if match[2] and year is not None:
-                record.timestamp_us = clock.local_us(
-                    year, *(int(match[i]) for i in range(2, 7)), _micro(match[7])
-                )
+                fields = [year, *(int(match[i]) for i in range(2, 7))]
+                record.timestamp_us = fields_us(clock, fields, _micro(match[7]))
             record.origin_file, record.origin_line = match[8], int(match[9])
             record.message = text[match.end() :]
             return record
@@ -134,7 +129,7 @@ def _ts(clock: LocalClock, match: re.Match[str], first_group: int) -> int | None
     fields = [int(match[first_group + i]) for i in range(6)]
     milli, micro = match[first_group + 6], match[first_group + 7]
     fraction = int(milli) * 1000 + int(micro) if milli is not None else 0
-    return clock.local_us(*fields, fraction)
+    return fields_us(clock, fields, fraction)
 
 
 def _micro(digits: str | None) -> int:

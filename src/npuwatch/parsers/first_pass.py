@@ -105,7 +105,7 @@ def scan_chunk_python(
 
 def _choose() -> ScanChunk:
     try:
-        from npuwatch.parsers import _speedups  # type: ignore[attr-defined]
+        from npuwatch.parsers import _speedups  # type: ignore[attr-defined]  # noqa: PLC0415
     except ImportError:
         return scan_chunk_python
     scan: ScanChunk = _speedups.scan_chunk

@@ -18,7 +18,9 @@ from npuwatch.records import Record
 _CONTINUATION_STARTS = frozenset(" \t")
 
 
-def classify_slow(text: str, clock: LocalClock, year: int | None) -> tuple[Record | None, Prefix | None]:
+def classify_slow(
+    text: str, clock: LocalClock, year: int | None
+) -> tuple[Record | None, Prefix | None]:
     """Classify a line that the strict header did not match.
 
     Returns the record the line starts (or None for a continuation line) and the prefixes
@@ -27,7 +29,7 @@ def classify_slow(text: str, clock: LocalClock, year: int | None) -> tuple[Recor
     first = text[:1]
     if not first or first in _CONTINUATION_STARTS:
         return None, None
-    record = from_tolerant(text, 0, clock)
+    record: Record | None = from_tolerant(text, 0, clock)
     if record is not None:
         return record, None
     prefix = peel(text)
@@ -53,9 +55,7 @@ def classify_slow(text: str, clock: LocalClock, year: int | None) -> tuple[Recor
     return record, prefix
 
 
-def record_from_prefix(
-    text: str, prefix: Prefix, clock: LocalClock, year: int | None
-) -> Record:
+def record_from_prefix(text: str, prefix: Prefix, clock: LocalClock, year: int | None) -> Record:
     """A record for a line whose only structure is a framework logger prefix (vLLM)."""
     record = Record(text, "vllm")
     record.level = prefix.level

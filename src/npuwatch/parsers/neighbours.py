@@ -9,16 +9,32 @@ from __future__ import annotations
 
 import re
 
-from npuwatch.parsers.timestamps import PRE_CLOCK_SYNC_YEAR, LocalClock
+from npuwatch.parsers.timestamps import PRE_CLOCK_SYNC_YEAR, LocalClock, fields_us
 from npuwatch.records import Flag, Record
 
 _LEVEL_WORDS = {
-    "INFO": "INFO", "info": "INFO", "WARN": "WARNING", "WARNING": "WARNING", "warn": "WARNING",
-    "warning": "WARNING", "ERROR": "ERROR", "error": "ERROR", "DEBUG": "DEBUG", "debug": "DEBUG",
-    "EVENT": "EVENT", "CRITICAL": "CRITICAL", "critical": "CRITICAL", "FATAL": "CRITICAL",
-    "fatal": "CRITICAL", "TRACE": "TRACE", "trace": "TRACE",
+    "INFO": "INFO",
+    "info": "INFO",
+    "WARN": "WARNING",
+    "WARNING": "WARNING",
+    "warn": "WARNING",
+    "warning": "WARNING",
+    "ERROR": "ERROR",
+    "error": "ERROR",
+    "DEBUG": "DEBUG",
+    "debug": "DEBUG",
+    "EVENT": "EVENT",
+    "CRITICAL": "CRITICAL",
+    "critical": "CRITICAL",
+    "FATAL": "CRITICAL",
+    "fatal": "CRITICAL",
+    "TRACE": "TRACE",
+    "trace": "TRACE",
 }
-_LEVEL = r"(INFO|WARN|WARNING|ERROR|DEBUG|EVENT|CRITICAL|FATAL|TRACE|info|warn|warning|error|debug|critical|fatal|trace)"
+_LEVEL = (
+    r"(INFO|WARN|WARNING|ERROR|DEBUG|EVENT|CRITICAL|FATAL|TRACE"
+    r"|info|warn|warning|error|debug|critical|fatal|trace)"
+)
 _DATE = r"([0-9]{4})-([0-9]{2})-([0-9]{2})"
 _MONTHS = {
     name: number
@@ -33,13 +49,13 @@ _SLOGD = re.compile(
 )
 # Python logging default: `2024-10-21 10:42:00,218 - lmdeploy - ERROR - model_agent.py:489 - msg`.
 _PYTHON_LOGGING = re.compile(
-    _DATE + r" ([0-9]{2}):([0-9]{2}):([0-9]{2}),([0-9]{3}) - ([\w.]+) - " + _LEVEL
+    _DATE
+    + r" ([0-9]{2}):([0-9]{2}):([0-9]{2}),([0-9]{3}) - ([\w.]+) - "
+    + _LEVEL
     + r" - (?:([\w.]+):([0-9]+) - )?"
 )
 # 3.3 host_kernel.log and 3.5 history.log: `[YYYY-MM-DD-HH:MM:SS.uuuuuu] ...`.
-_BRACKET_DATETIME = re.compile(
-    r"\[" + _DATE + r"-([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{6})\] "
-)
+_BRACKET_DATETIME = re.compile(r"\[" + _DATE + r"-([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{6})\] ")
 _KERNEL_TAIL = re.compile(
     r"\[ascend\] \[(\w+)\] \[" + _LEVEL + r"\] \[(\w+) ([0-9]+)\] <([^<>]*)> ?"
 )
@@ -50,7 +66,8 @@ _KERNEL_TASK = re.compile(
 )
 # 3.4 dmesg: `[ 2081.843939] [ascend] [devmm] [func line] <comm:pid,tid> msg`.
 _DMESG = re.compile(
-    r"\[ *[0-9]+\.[0-9]+\] (?:\[ascend\] (?:\[[A-Z]+\] )?\[(\w+)\] \[(\w+) ([0-9]+)\] <([^<>]*)> ?)?"
+    r"\[ *[0-9]+\.[0-9]+\] "
+    r"(?:\[ascend\] (?:\[[A-Z]+\] )?\[(\w+)\] \[(\w+) ([0-9]+)\] <([^<>]*)> ?)?"
 )
 # 3.6 install log: `[Component] [YYYY-MM-DD HH:MM:SS] [LEVEL]msg`.
 _INSTALL = re.compile(
@@ -58,7 +75,10 @@ _INSTALL = re.compile(
 )
 # MindIE/ATB: `[2025-05-13 02:25:58.64217] [error] [36815] [hccl_runner.cpp:132] msg`.
 _MINDIE = re.compile(
-    r"\[" + _DATE + r" ([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{1,6})\] \[" + _LEVEL
+    r"\["
+    + _DATE
+    + r" ([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{1,6})\] \["
+    + _LEVEL
     + r"\] \[([0-9]+)\] (?:\[([\w./-]+):([0-9]+)\] ?)?"
 )
 # torch.distributed: `[285] [2025-12-12 12:10:10:644] torch.distributed: [ERROR] [479] msg`.
@@ -78,9 +98,7 @@ _SYSLOG = re.compile(
 )
 
 
-def match_neighbour(
-    text: str, start: int, clock: LocalClock, year: int | None
-) -> Record | None:
+def match_neighbour(text: str, start: int, clock: LocalClock, year: int | None) -> Record | None:
     """A record in one of the neighbouring formats starting at `start`, or None."""
     first = text[start : start + 1]
     if first.isdigit():
@@ -107,16 +125,14 @@ def _record(text: str, fmt: str, level: str | None, message_start: int) -> Recor
     return record
 
 
-def _time(clock: LocalClock, match: re.Match[str], first: int, fraction_digits: int) -> (
-    int | None
-):
+def _time(clock: LocalClock, match: re.Match[str], first: int, fraction_digits: int) -> int | None:
     """Time from groups year, month, day, hour, minute, second[, fraction] at `first`."""
     fields = [int(match[first + i]) for i in range(6)]
     micro = 0
     if fraction_digits:
         digits = match[first + 6]
         micro = int((digits + "000000")[:6])
-    return clock.local_us(*fields, micro)
+    return fields_us(clock, fields, micro)
 
 
 def _mark_pre_sync(record: Record, match: re.Match[str], year_group: int) -> None:

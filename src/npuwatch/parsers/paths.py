@@ -8,6 +8,7 @@ CANN encodes a lot in its paths (formats doc §5): `debug/plog/plog-<pid>_<YYYYM
 from __future__ import annotations
 
 import re
+
 from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import SourceInfo
 

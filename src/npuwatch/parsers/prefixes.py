@@ -67,11 +67,9 @@ def peel(text: str) -> Prefix | None:
             match = _CANN_ERROR.match(text, position)
         elif first.isupper() and (match := _VLLM_LOGGER.match(text, position)) is not None:
             found.level = match[1]
-            found.date = (
-                int(match[2]), int(match[3]), int(match[4]), int(match[5]), int(match[6])
-            )
+            found.date = (int(match[2]), int(match[3]), int(match[4]), int(match[5]), int(match[6]))
             found.origin_file, found.origin_line = match[7], int(match[8])
-        if match is None and first != "[" and first != "(":
+        if match is None and first not in "[(":
             match = _GREP_PATH.match(text, position)
         if match is None or match.end() == position:
             break

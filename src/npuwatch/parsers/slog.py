@@ -14,18 +14,29 @@ import re
 
 from npuwatch.parsers.slog_body import parse_body
 from npuwatch.parsers.timestamps import PRE_CLOCK_SYNC_YEAR, LocalClock
-
-PRE_CLOCK_SYNC_PREFIX = str(PRE_CLOCK_SYNC_YEAR)
 from npuwatch.records import Flag, Record
 
+PRE_CLOCK_SYNC_PREFIX = str(PRE_CLOCK_SYNC_YEAR)
+
 LEVELS = frozenset(
-    {"DEBUG", "INFO", "WARNING", "ERROR", "NULL", "EVENT", "TRACE", "OPLOG", "EXCEPTION",
-     "CRITICAL"}
+    {
+        "DEBUG",
+        "INFO",
+        "WARNING",
+        "ERROR",
+        "NULL",
+        "EVENT",
+        "TRACE",
+        "OPLOG",
+        "EXCEPTION",
+        "CRITICAL",
+    }
 )
 _LEVEL_REPAIRS = {"ERR0R": "ERROR", "WARN": "WARNING"}
 
 STRICT = re.compile(
-    r"\[(DEBUG|INFO|WARNING|ERROR|EVENT|TRACE|OPLOG|NULL)\] ([A-Z][A-Z0-9_]*)\((-?[0-9]+),([^),]*)\):"
+    r"\[(DEBUG|INFO|WARNING|ERROR|EVENT|TRACE|OPLOG|NULL)\] "
+    r"([A-Z][A-Z0-9_]*)\((-?[0-9]+),([^),]*)\):"
     r"([0-9]{4}-[0-9]{2}-[0-9]{2}-[0-9]{2}:[0-9]{2}):([0-9]{2})\.([0-9]{3})\.([0-9]{3}) ?"
 )
 """The canonical header. Groups: level, module, pid, pname, minute prefix, s, ms, us."""

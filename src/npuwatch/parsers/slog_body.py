@@ -29,6 +29,8 @@ def _style(pattern: str) -> re.Pattern[str]:
 
 # After `[file:line]`, when the text starts with a digit or a space.
 _SPACED_STYLES = (
+    # FMK: the logging wrapper's `[file:line]`, then `[TF_ADAPTER] [file:line] msg`
+    _style(r" \[(?P<sub>[A-Z_]+)\] \[(?P<file>PATH):(?P<line>[0-9]+)\] ?"),
     _style(r" ?\[(?P<tid>[0-9]+)\]"),  # B4 ` [TID][Stage][Tag]msg` (HCCL 2023+)
     _style(r" ?(?:>>> )?\(tid:(?P<tid>[0-9]+)\) ?"),  # B9 ` >>> (tid:N) msg` (PROFILING)
     _style(r" (?P<func>FUNC)\] ?"),  # MindSpore's own logger: `[path:line] Func] msg`
@@ -93,8 +95,12 @@ _NO_ORIGIN_STYLES: dict[str, tuple[tuple[re.Pattern[str], bool], ...]] = {
         # TSCH/IMU without a source: `SEQ (cpuid:N) [DMP] msg`
         (_style(r"[0-9]+ \((?:dieid:[0-9]+,)?cpuid:[0-9]+\) (?:\[(?P<sub>\w+)\] ?)?"), False),
         # B17 IMP: `SEQ (device_id:N die_id:N) [IMP] msg`
-        (_style(r"[0-9]+ \(device_id:(?P<device>[0-9]+) die_id:[0-9]+\) (?:\[(?P<sub>\w+)\] ?)?"),
-         False),
+        (
+            _style(
+                r"[0-9]+ \(device_id:(?P<device>[0-9]+) die_id:[0-9]+\) (?:\[(?P<sub>\w+)\] ?)?"
+            ),
+            False,
+        ),
     ),
     # B16 LPM: `(dieid:N) [file.c line] msg`
     "(": ((_style(r"\(dieid:[0-9]+\) \[(?P<file>[^\[\]\s]+) (?P<line>[0-9]+)\] ?"), False),),
@@ -130,6 +136,7 @@ def parse_body(record: Record, body: str) -> None:
 def _parse_tail(record: Record, tail: str) -> None:
     """Parse what follows `[file:line]`."""
     first = tail[:1]
+    styles: tuple[re.Pattern[str], ...]
     if first.isdigit() or first == " ":
         match = _TID_FUNC.match(tail)
         if match is not None:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from npuwatch.parsers.codes import find_error_codes, find_framework_code, find_runtime_codes
 from npuwatch.parsers.decoding import cut_line, decode_line
+from npuwatch.parsers.first_pass import scan_chunk
 from npuwatch.parsers.lines import classify_slow, record_from_prefix
 from npuwatch.parsers.paths import describe_path
-from npuwatch.parsers.first_pass import scan_chunk
 from npuwatch.parsers.slog import SlogRecord
 from npuwatch.parsers.timestamps import LocalClock, year_of
 from npuwatch.records import Flag, Record
@@ -57,7 +57,10 @@ class StreamParser:
         path: str | None = None,
         host: str | None = None,
         limits: ParseLimits | None = None,
+        reference_us: int | None = None,
     ) -> None:
+        """`reference_us` (for example the file's modification time) supplies the year for
+        dates printed without one (c10, vLLM, syslog) until the stream itself gives one."""
         self._clock = clock
         self._limits = limits or ParseLimits()
         self.source = describe_path(path, clock, host)
@@ -66,8 +69,8 @@ class StreamParser:
         self._extra_bytes = 0
         self._last_timestamp: int | None = None
         self._last_pre_sync = 0
-        created = self.source.created_us
-        self._year = year_of(created) if created is not None else None
+        known = self.source.created_us if self.source.created_us is not None else reference_us
+        self._year = year_of(known) if known is not None else None
 
     def feed(self, data: bytes, offset: int = 0) -> list[Record]:
         """Parse `data`, which starts at byte `offset` of the stream and ends at a line end
@@ -85,28 +88,40 @@ class StreamParser:
             self._limits.max_line_bytes,
             self.source,
         )
+        # The loop keeps its state in locals and writes it back at the end: attribute access
+        # per line is a measurable share of the parse on a slow interpreter.
         quiet = _QUIET_LEVELS
+        append = done.append
+        current = self._current
+        last_timestamp = self._last_timestamp
+        last_pre_sync = self._last_pre_sync
         for item in items:
             if item.__class__ is tuple:
-                record = self._other_line(item, data, offset)  # type: ignore[arg-type]
-                if record is None:
+                self._current = current
+                other = self._other_line(item, data, offset)
+                if other is None:
                     continue
+                record: Record = other
             else:
                 record = item  # type: ignore[assignment]
-            current = self._current
             if current is not None:
                 if current.source is None or self._extra or current.level not in quiet:
                     current = self._finish(current)
-                done.append(current)
+                append(current)
             timestamp = record.timestamp_us
             if timestamp is None:
-                self._infer_timestamp(record)
+                if last_timestamp is not None:
+                    record.timestamp_us = last_timestamp
+                    record.flags |= Flag.TIMESTAMP_INFERRED | last_pre_sync
             else:
                 if self._year is None:
                     self._year = year_of(timestamp)
-                self._last_timestamp = timestamp
-                self._last_pre_sync = record.flags & Flag.PRE_CLOCK_SYNC
-            self._current = record
+                last_timestamp = timestamp
+                last_pre_sync = record.flags & Flag.PRE_CLOCK_SYNC
+            current = record
+        self._current = current
+        self._last_timestamp = last_timestamp
+        self._last_pre_sync = last_pre_sync
         return done
 
     def flush(self) -> list[Record]:
@@ -176,12 +191,6 @@ class StreamParser:
             current.encoding = encoding or current.encoding
         return True
 
-    def _infer_timestamp(self, record: Record) -> None:
-        """A record whose line carries no usable time takes the time of the record before it."""
-        if self._last_timestamp is not None:
-            record.timestamp_us = self._last_timestamp
-            record.flags |= Flag.TIMESTAMP_INFERRED | self._last_pre_sync
-
     def _finish(self, record: Record) -> Record:
         extra = self._extra
         if extra:
@@ -232,9 +241,10 @@ def iter_records(
     path: str | None = None,
     host: str | None = None,
     limits: ParseLimits | None = None,
+    reference_us: int | None = None,
 ) -> Iterator[Record]:
     """Parse a stream given as chunks that each end at a line end (the last one may not)."""
-    parser = StreamParser(clock, path=path, host=host, limits=limits)
+    parser = StreamParser(clock, path=path, host=host, limits=limits, reference_us=reference_us)
     offset = 0
     for chunk in chunks:
         yield from parser.feed(chunk, offset)

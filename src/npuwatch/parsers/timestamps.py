@@ -9,6 +9,7 @@ as integers.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -62,9 +63,9 @@ class LocalClock:
         self.minutes: dict[object, int | None] = {}
         """Epoch microseconds of each local minute seen, keyed by its text or its fields."""
 
-    def minute_us(self, key: object, year: int, month: int, day: int, hour: int, minute: int) -> (
-        int | None
-    ):
+    def minute_us(
+        self, key: object, year: int, month: int, day: int, hour: int, minute: int
+    ) -> int | None:
         """Epoch microseconds of the start of a local minute, or None when the date is invalid.
 
         `key` is any hashable that identifies the minute for the caller (the text prefix of the
@@ -119,6 +120,12 @@ class LocalClock:
         if base is None:
             return None
         return base + second * 1_000_000 + micro
+
+
+def fields_us(clock: LocalClock, fields: Sequence[int], micro: int = 0) -> int | None:
+    """Epoch microseconds of (year, month, day, hour, minute, second) in the clock's zone."""
+    year, month, day, hour, minute, second = fields
+    return clock.local_us(year, month, day, hour, minute, second, micro)
 
 
 def year_of(epoch_us: int) -> int:

@@ -41,9 +41,7 @@ class TableFormatter:
         if rest:
             first_line += self._palette.dim(f"  (+{rest.count(chr(10)) + 1} lines)")
         pid = "-" if record.pid is None else str(record.pid)
-        code = record.error_code or (
-            str(record.runtime_codes[0]) if record.runtime_codes else "-"
-        )
+        code = record.error_code or (str(record.runtime_codes[0]) if record.runtime_codes else "-")
         return (
             f"{local_time(record.timestamp_us, self._zone)} "
             f"{self._palette.level(level, f'{level:9}')} "

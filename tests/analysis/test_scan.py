@@ -1,0 +1,100 @@
+"""`scan` over whole log trees: counts, codes, first errors with context, problems."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from npuwatch.analysis.scan_text import render_scan
+from npuwatch.analysis.scan_tree import scan_tree
+from npuwatch.terminal import Palette
+from tests.conftest import TREES, utc_clock
+
+
+def scan(root: Path, context: int = 50):  # type: ignore[no-untyped-def]
+    return scan_tree(root, utc_clock(), context_lines=context)
+
+
+def test_hccl_timeout_tree_counts_every_line_and_every_process() -> None:
+    root = TREES / "hccl-timeout"
+    result = scan(root)
+    lines = sum(path.read_bytes().count(b"\n") for path in root.rglob("*.log"))
+    assert result.lines == lines
+    assert result.files == 16
+    pids = {p.pid for p in result.processes.values() if p.pid is not None}
+    assert pids == {*range(3300, 3308), 7790}
+    assert result.devices == {0, 1, 2, 3}
+    assert result.codes["EI0002"].count == 14  # 7 ranks, in the plog and on the console
+    assert set(result.codes["EI0002"].processes) == {3300, 3301, 3302, 3303, 3304, 3305, 3307}
+
+
+def test_the_earliest_first_error_is_the_root_cause_on_rank_6() -> None:
+    result = scan(TREES / "hccl-timeout")
+    assert all(error.timestamp_us is not None for error in result.first_errors)
+    earliest = min(result.first_errors, key=lambda e: e.timestamp_us or 0)
+    assert earliest.pid == 7790 and "dump_err_cqe" in earliest.original
+    rank6 = next(e for e in result.first_errors if e.pid == 3306)
+    assert "Send work request failed" in rank6.message
+
+
+def test_first_error_context_is_the_lines_before_it_in_its_file() -> None:
+    result = scan(TREES / "aicore-exception", context=5)
+    first = next(e for e in result.first_errors if e.pid == 4810)
+    assert len(first.context) == 5
+    assert first.context[-1].startswith("[INFO] RUNTIME(4810,python3)")
+    text = (Path(first.path)).read_text().splitlines()
+    assert text[first.line_number - 1] == first.original.split("\n")[0]
+    assert text[first.line_number - 6 : first.line_number - 1] == first.context
+
+
+def test_out_of_memory_tree_reports_codes_with_times_and_processes() -> None:
+    result = scan(TREES / "out-of-memory")
+    assert set(result.codes) == {"EL0004", "E30009"}
+    assert result.codes["EL0004"].first_us == 1759977672077512  # 2025-10-09T02:41:12.077512Z
+    assert result.levels["ERROR"] >= 5
+
+
+def test_firmware_time_before_clock_sync_does_not_widen_the_time_span() -> None:
+    result = scan(TREES / "aicore-exception")
+    assert result.first_us is not None and result.first_us > 1_700_000_000_000_000
+    assert result.flags["pre_clock_sync"] == 1
+
+
+def test_a_clean_run_has_no_error_records() -> None:
+    result = scan(TREES / "clean-run")
+    assert result.error_records == 0 and not result.codes and not result.first_errors
+
+
+def test_unreadable_files_and_odd_entries_are_problems_not_crashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "debug" / "plog").mkdir(parents=True)
+    good = tmp_path / "debug" / "plog" / "plog-1_20250101000000000.log"
+    good.write_text("[ERROR] GE(1,p):2025-01-01-00:00:00.000.000 [a.cc:1]1 F:x\n")
+    (tmp_path / "debug" / "loop").symlink_to(tmp_path / "debug", target_is_directory=True)
+    (tmp_path / "debug" / "plog" / "binary.log").write_bytes(os.urandom(4096))
+    vanished = tmp_path / "debug" / "plog" / "plog-2_20250101000000000.log"
+    vanished.write_text("x\n")
+    real_open = Path.open
+
+    def failing_open(self: Path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self == vanished:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", failing_open)
+    result = scan(tmp_path)
+    assert result.problems == [f"cannot read {vanished}: Permission denied"]
+    assert result.files == 3 and result.error_records >= 1
+
+
+def test_the_text_report_names_codes_first_errors_and_processes() -> None:
+    result = scan(TREES / "hccl-timeout")
+    text = render_scan(result, utc_clock().zone, Palette(False))
+    assert "Error codes (1)" in text and "EI0002" in text
+    assert "First ERROR of each process (16), earliest first" in text
+    assert text.index("dump_err_cqe") < text.index("Send work request failed")
+    assert text.index("Send work request failed") < text.index("[ERROR] RUNTIME(3300,python3)")
+    assert text.rstrip().endswith("error records in 231 records.")
