@@ -25,7 +25,7 @@ _SINGLE_LINE_TEMPLATES = [
         "flip_num=0, timeout=-1ms",
     ),
     (
-        0.3,
+        0.1,
         "ERROR",
         "RUNTIME",
         "[task_info.cc:{line}]{tid} PrintErrorInfo:[EXEC][EXEC]Task exception! device_id={dev}, "
@@ -47,7 +47,7 @@ _SINGLE_LINE_TEMPLATES = [
     ),
     (
         3,
-        "WARNING INFO INFO",
+        "INFO",
         "HCCL",
         "[externalinput.cc:{line}] [{tid}][HCCL_ENV] HCCL_EXEC_TIMEOUT set by default to [1836]s",
     ),
@@ -87,7 +87,7 @@ _SINGLE_LINE_TEMPLATES = [
     ),
     (3, "INFO", "ATRACE", "[trace_recorder.c:{line}](tid:{tid}) trace session {n} saved."),
     (
-        0.2,
+        0.05,
         "ERROR",
         "HCCP",
         "[rs.c:{line}]tid:{tid},rs_socket_connect({line}) : connect to 10.0.{dev}.{n} timeout, "
@@ -102,14 +102,21 @@ _SINGLE_LINE_TEMPLATES = [
     ),
     (3, "EVENT", "GE", "[gelib.cc:{line}]{tid} Initialize:[GEPERFTRACE] GE Init Start"),
     (
-        0.2,
+        0.5,
+        "WARNING",
+        "RUNTIME",
+        "[engine.cc:{line}]{tid} ReportStatus: task queue of stream {n} is {m} deep, consider "
+        "a larger HCCL_BUFFSIZE",
+    ),
+    (
+        0.05,
         "ERROR",
         "ASCENDCL",
         "[device.cpp:{line}]{tid} aclrtSynchronizeDevice:[INIT][DEFAULT]wait for compute device "
         "to finish failed, runtime result = 507035.",
     ),
     (
-        0.1,
+        0.03,
         "ERROR",
         "GE",
         "[error_manager.cc:{line}]{tid} ReportInterErrMessage:report error_message, "

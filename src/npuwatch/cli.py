@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from npuwatch import __version__
 from npuwatch.analysis.scan_text import render_scan
@@ -21,6 +21,10 @@ from npuwatch.collector.files import line_chunks, read_chunks
 from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.parsers import LocalClock, iter_records, resolve_timezone
 from npuwatch.records import Record, json_schema
+from npuwatch.rules.engine import RuleEngine
+from npuwatch.rules.examples import run_examples
+from npuwatch.rules.faultdiag import convert_faultdiag
+from npuwatch.rules.loader import RuleLoadError, RuleSet, default_locations, load_rules
 from npuwatch.sinks.console import TableFormatter, to_json_line
 from npuwatch.terminal import Palette, ProgressLine, wants_colour
 
@@ -45,6 +49,18 @@ examples:
   npuwatch scan ./asys_output --json | jq '.error_codes[] | {code, count, first}'
 
 exit status: 0 no error records, 1 error records found, 2 bad usage or unreadable input.
+"""
+
+_EXAMPLES_RULES = """\
+examples:
+  npuwatch rules list
+  npuwatch rules check /etc/npuwatch/rules.d/site.yaml
+  npuwatch rules test                 # every example of every configured rule
+  npuwatch rules import-faultdiag kg-config.json -o /etc/npuwatch/rules.d/faultdiag.yaml
+
+A rule: id, title, when (a condition such as `error.code == EI0002 or log.level == ERROR and
+message ~ /timeout/i`), severity, layer, category, advice, and examples that must and must not
+match. A pack may `disable:` rules of other packs by id; a rule with an existing id replaces it.
 """
 
 
@@ -105,6 +121,8 @@ def _build_parser() -> argparse.ArgumentParser:
         help="log tree or file (default: $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log)",
     )
     scan.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_rules_option(scan)
+    scan.add_argument("--no-rules", action="store_true", help="only the summary, no findings")
     scan.add_argument(
         "--context",
         type=_non_negative,
@@ -115,6 +133,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_common(scan)
     scan.set_defaults(handler=_run_scan)
 
+    _add_rules_commands(commands)
+
     schema = commands.add_parser(
         "schema",
         help="print the JSON Schema of a record",
@@ -122,6 +142,150 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     schema.set_defaults(handler=_run_schema)
     return parser
+
+
+def _add_rules_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="more rule packs (a folder of *.yaml or one file), after the defaults and "
+        "/etc/npuwatch/rules.d; may be given several times",
+    )
+
+
+def _add_rules_commands(commands: Any) -> None:
+    rules = commands.add_parser(
+        "rules",
+        help="list, check and test rule packs; import a FaultDiag knowledge base",
+        description="Rules turn records into events with a severity and advice. Packs are YAML "
+        "files: the defaults shipped with npuwatch, then /etc/npuwatch/rules.d, then --rules.",
+        epilog=_EXAMPLES_RULES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = rules.add_subparsers(title="actions", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="rule ids, severities and titles")
+    _add_rules_option(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=_run_rules_list)
+    for name, handler, text in (
+        ("check", _run_rules_check, "validate packs (exit 1 on any problem)"),
+        ("test", _run_rules_test, "run every rule's examples (exit 1 on any failure)"),
+    ):
+        action = actions.add_parser(
+            name,
+            help=text,
+            description=f"{text[0].upper()}{text[1:]}. Without PATH: every configured pack.",
+        )
+        action.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                            help="pack files or folders")
+        action.set_defaults(handler=handler)
+    importer = actions.add_parser(
+        "import-faultdiag",
+        help="convert an Ascend FaultDiag kg-config.json into a rule pack",
+        description="Convert MindCluster Ascend FaultDiag's knowledge base (kg-config.json, or a "
+        "custom entity file) into an npuwatch rule pack.",
+    )
+    importer.add_argument("source", type=Path, metavar="FILE")
+    importer.add_argument("-o", "--output", type=Path, required=True, metavar="PACK.yaml")
+    importer.set_defaults(handler=_run_rules_import)
+
+
+def _load_rules(extra: Sequence[Path]) -> RuleSet:
+    for location in extra:
+        if not location.exists():
+            _fail(f"rule pack {location} does not exist: give a folder of *.yaml files or a file")
+    try:
+        return load_rules(default_locations(extra))
+    except RuleLoadError as error:
+        for problem in error.problems:
+            _error(str(problem))
+        _fail("the rules have errors (see above): fix them or leave out --rules")
+
+
+def _run_rules_list(args: argparse.Namespace) -> int:
+    ruleset = _load_rules(args.rules)
+    if args.json:
+        json.dump(
+            [
+                {"id": r.id, "severity": r.spec.severity, "layer": r.spec.layer,
+                 "category": r.spec.category, "title": r.spec.title, "pack": r.pack,
+                 "origin": r.origin}
+                for r in ruleset.rules
+            ],
+            sys.stdout,
+            indent=2,
+        )
+        sys.stdout.write("\n")
+        return EXIT_OK
+    palette = Palette(wants_colour(sys.stdout))
+    for rule in ruleset.rules:
+        severity = rule.spec.severity.upper()
+        sys.stdout.write(
+            f"{rule.id:42} {palette.level(severity, f'{severity:8}')} {rule.spec.title}\n"
+        )
+    sys.stdout.write(f"{len(ruleset.rules)} rules from {len(ruleset.files)} packs\n")
+    return EXIT_OK
+
+
+def _rule_locations(paths: Sequence[Path]) -> list[Path]:
+    for path in paths:
+        if not path.exists():
+            _fail(f"rule pack {path} does not exist")
+    return list(paths) if paths else default_locations()
+
+
+def _run_rules_check(args: argparse.Namespace) -> int:
+    locations = _rule_locations(args.paths)
+    try:
+        ruleset = load_rules(locations)
+    except RuleLoadError as error:
+        for problem in error.problems:
+            sys.stdout.write(f"{problem}\n")
+        sys.stdout.write(f"{len(error.problems)} problems\n")
+        return EXIT_FINDINGS
+    unindexed = [rule for rule in ruleset.rules if rule.keys is None]
+    for rule in unindexed:
+        sys.stdout.write(
+            f"{rule.origin}: note: rule {rule.id} has no index key (code, level, module, format "
+            "or literal) and is tested against every record\n"
+        )
+    sys.stdout.write(f"{len(ruleset.rules)} rules in {len(ruleset.files)} packs: OK\n")
+    return EXIT_OK
+
+
+def _run_rules_test(args: argparse.Namespace) -> int:
+    locations = _rule_locations(args.paths)
+    try:
+        ruleset = load_rules(locations)
+    except RuleLoadError as error:
+        for problem in error.problems:
+            sys.stdout.write(f"{problem}\n")
+        return EXIT_FINDINGS
+    count, failures = run_examples(ruleset.rules)
+    for failure in failures:
+        sys.stdout.write(f"{failure}\n")
+    missing = [rule for rule in ruleset.rules if not rule.spec.examples.match]
+    for rule in missing:
+        sys.stdout.write(f"{rule.origin}: rule {rule.id} has no example that must match\n")
+    status = "FAILED" if failures or missing else "OK"
+    sys.stdout.write(
+        f"{count} examples of {len(ruleset.rules)} rules: {len(failures)} failed, "
+        f"{len(missing)} rules without examples: {status}\n"
+    )
+    return EXIT_FINDINGS if failures or missing else EXIT_OK
+
+
+def _run_rules_import(args: argparse.Namespace) -> int:
+    try:
+        pack_text, count = convert_faultdiag(args.source)
+    except (OSError, ValueError) as error:
+        _fail(f"cannot import {args.source}: {error}")
+    args.output.write_text(pack_text, encoding="utf-8")
+    sys.stderr.write(f"npuwatch: wrote {count} rules to {args.output}\n")
+    return EXIT_OK
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -203,10 +367,16 @@ def _run_scan(args: argparse.Namespace) -> int:
         )
     if not os.access(root, os.R_OK):
         _fail(f"cannot read {root}: permission denied (run as the user that owns the logs)")
+    engine = None if args.no_rules else RuleEngine(_load_rules(args.rules))
     progress = ProgressLine(sys.stderr, "scanning")
     try:
         result = scan_tree(
-            root, clock, context_lines=args.context, host=args.host, progress=progress.update
+            root,
+            clock,
+            context_lines=args.context,
+            host=args.host,
+            progress=progress.update,
+            engine=engine,
         )
     finally:
         progress.close()

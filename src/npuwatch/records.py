@@ -50,6 +50,11 @@ class Flag:
     """The line carries no usable time; the time of the record before it was used."""
     SPLIT = 32
     """A multi-line record reached its line or byte bound; this record continues it."""
+    HAS_CODES = 1 << 16
+    """Internal, never exported: the record carries error, runtime or framework codes. The rule
+    engine tests this one bit to skip the code lookups for the records (nearly all) without."""
+    OTHER_FORMAT = 1 << 17
+    """Internal, never exported: the record is not a CANN slog record (console, c10, ...)."""
 
     BY_NAME: ClassVar[dict[str, int]] = {
         "unparsed": UNPARSED,
@@ -172,6 +177,14 @@ class Record:
         if continuation is not None and body is not None:
             return head + "\n" + continuation
         return head
+
+    @property
+    def lowered_text(self) -> str:
+        """`text` in lower case, kept once computed (case-insensitive rule tests share it)."""
+        cached: str | None = self.__dict__.get("_lowered_text")
+        if cached is None:
+            cached = self.__dict__["_lowered_text"] = self.text.lower()
+        return cached
 
     def to_document(self) -> dict[str, Any]:
         """The nested ECS document for this record; absent values are left out."""

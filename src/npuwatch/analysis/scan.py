@@ -13,7 +13,9 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from npuwatch.analysis.findings import group, verdict
 from npuwatch.records import ERROR_LEVELS, Flag, Record, SourceInfo, format_timestamp
+from npuwatch.rules.events import Event
 
 DEFAULT_CONTEXT_LINES = 50
 
@@ -110,6 +112,8 @@ class ScanResult:
     devices: set[int] = field(default_factory=set)
     first_errors: list[FirstError] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    rules_applied: bool = False
 
     @property
     def error_records(self) -> int:
@@ -136,6 +140,17 @@ class ScanResult:
             "devices": sorted(self.devices),
             "first_errors": [error.to_dict() for error in self.first_errors],
             "problems": self.problems,
+            **self._findings(),
+        }
+
+    def _findings(self) -> dict[str, Any]:
+        if not self.rules_applied:
+            return {}
+        first = verdict(self.events)
+        return {
+            "verdict": None if first is None else first.to_dict(),
+            "findings": [finding.to_dict() for finding in group(self.events)],
+            "events": [event.to_document() for event in self.events],
         }
 
     def sorted_processes(self) -> list[ProcessStats]:

@@ -6,12 +6,18 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import tzinfo
 
+import textwrap
+
+from npuwatch.analysis.findings import Verdict, describe, group, place, verdict
 from npuwatch.analysis.scan import ScanResult
+from npuwatch.rules.events import Event
 from npuwatch.sinks.console import format_datetime
 from npuwatch.terminal import Palette
 
 _Add = Callable[[str], None]
 _TOP_MODULES = 12
+_FINDING_CONTEXT = 5
+_PLACES_SHOWN = 6
 _MAX_PROCESSES_LISTED = 20
 
 
@@ -37,6 +43,12 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
     if result.flags:
         add(palette.bold("Flags") + "    " + _counts(result.flags, palette))
     add("")
+    first_failure = verdict(result.events) if result.rules_applied else None
+    if first_failure is not None:
+        add(_verdict_line(first_failure, zone, palette))
+        add("")
+    if result.rules_applied:
+        _findings(result, zone, palette, add)
     _error_codes(result, zone, palette, add)
     _first_errors(result, zone, palette, add)
     _processes(result, zone, palette, add)
@@ -45,9 +57,77 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
         out.extend(f"  {problem}" for problem in result.problems)
         add("")
     errors = result.error_records
-    verdict = palette.level("ERROR", f"{errors} error records") if errors else "no error records"
-    add(f"Result: {verdict} in {result.records} records.")
+    outcome = palette.level("ERROR", f"{errors} error records") if errors else "no error records"
+    add(f"Result: {outcome} in {result.records} records.")
     return "\n".join(out)
+
+
+def _verdict_line(first: Verdict, zone: tzinfo, palette: Palette) -> str:
+    event = first.event
+    info = describe(event)
+    where = _where(event)
+    message = info["message"].split("\n", 1)[0]
+    tail = (
+        f" ({first.symptoms_after} later events are likely consequences)"
+        if first.symptoms_after
+        else ""
+    )
+    advice = textwrap.fill(
+        event.rule.spec.advice, 96, initial_indent="  ", subsequent_indent="  "
+    )
+    return (
+        palette.bold("Most likely first failure: ")
+        + palette.level("ERROR", event.rule.spec.title)
+        + f" — {where} at {format_datetime(event.first_us, zone)}: {message}{tail}.\n"
+        + palette.bold("What to check first:")
+        + "\n"
+        + advice
+    )
+
+
+def _findings(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> None:
+    findings = group(result.events)
+    if not findings:
+        add("Findings: none (no rule matched)")
+        add("")
+        return
+    add(palette.bold(f"Findings ({len(findings)} rules, {len(result.events)} events)"))
+    for finding in findings:
+        level = finding.severity.upper()
+        symptom = palette.dim(" (symptom)") if finding.symptom else ""
+        add(
+            "  "
+            + palette.level(level if level != "CRITICAL" else "CRITICAL", f"[{level}]")
+            + f" {finding.title}{symptom} — {finding.count}× "
+            f"from {format_datetime(finding.first_us, zone)} "
+            + palette.dim(f"[{finding.rule_id}, {finding.layer}/{finding.category}]")
+        )
+        places = finding.first_per_place()
+        shown = ", ".join(_where(event) for event in places[:_PLACES_SHOWN])
+        more = f" and {len(places) - _PLACES_SHOWN} more" if len(places) > _PLACES_SHOWN else ""
+        add(f"      where: {shown}{more}")
+        for line in textwrap.wrap(finding.advice, 92):
+            add("      " + line)
+        first = places[0]
+        for line in first.before[-_FINDING_CONTEXT:]:
+            add(palette.dim("      │ " + line.split("\n", 1)[0][:160]))
+        add("      " + palette.level(level, "▶ " + first.original.split("\n", 1)[0][:160]))
+    add("")
+
+
+def _where(event: Event) -> str:
+    host, device, pid = place(event)
+    parts = []
+    if host:
+        parts.append(host)
+    if device is not None:
+        parts.append(f"device {device}")
+    if pid is not None:
+        name = f" ({event.process_name})" if event.process_name else ""
+        parts.append(f"pid {pid}{name}")
+    if event.rank is not None:
+        parts.append(f"rank {event.rank}")
+    return ", ".join(parts) or (event.source.path if event.source else "?") or "?"
 
 
 def _error_codes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> None:

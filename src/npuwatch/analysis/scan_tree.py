@@ -8,6 +8,7 @@ from pathlib import Path
 from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
 from npuwatch.collector.files import list_log_files, read_chunks
 from npuwatch.parsers import LocalClock, StreamParser
+from npuwatch.rules.engine import RuleEngine
 
 ProgressCallback = Callable[[int, int, int], None]
 """Called after each file with (files done, files in all, bytes done)."""
@@ -19,8 +20,10 @@ def scan_tree(
     context_lines: int = DEFAULT_CONTEXT_LINES,
     host: str | None = None,
     progress: ProgressCallback | None = None,
+    engine: RuleEngine | None = None,
 ) -> ScanResult:
-    """Parse every log file under `root` (or `root` itself when it is a file)."""
+    """Parse every log file under `root` (or `root` itself when it is a file), and match the
+    records against the rules of `engine` when one is given."""
     aggregator = ScanAggregator(str(root), context_lines)
     if root.is_dir():
         listing = list_log_files(root)
@@ -38,17 +41,29 @@ def scan_tree(
                 clock, path=str(path), host=host, reference_us=status.st_mtime_ns // 1000
             )
             aggregator.start_file(parser.source, size)
+            stream = engine.stream(parser.source) if engine is not None else None
             offset = 0
             add = aggregator.add
             for chunk in read_chunks(path):
-                for record in parser.feed(chunk, offset):
+                records = parser.feed(chunk, offset)
+                for record in records:
                     add(record)
+                if engine is not None and stream is not None:
+                    engine.process(records, stream, chunk)
                 offset += len(chunk)
-            for record in parser.flush():
+            records = parser.flush()
+            for record in records:
                 add(record)
+            if engine is not None and stream is not None:
+                engine.process(records, stream)
+                stream.close()
             done_bytes += size
         except OSError as error:
             aggregator.add_problem(f"cannot read {path}: {error.strerror or error}")
         if progress is not None:
             progress(index, len(files), done_bytes)
-    return aggregator.finish()
+    result = aggregator.finish()
+    if engine is not None:
+        result.events = engine.flush()
+        result.rules_applied = True
+    return result

@@ -27,6 +27,7 @@ static module_state state;
 static const char *LEVELS[8] = {"DEBUG", "INFO", "WARNING", "ERROR", "EVENT", "TRACE", "OPLOG", "NULL"};
 static const Py_ssize_t LEVEL_LENGTHS[8] = {5, 4, 7, 5, 5, 5, 5, 4};
 #define PRE_CLOCK_SYNC_FLAG 4
+#define HAS_CODES_FLAG (1 << 16)
 
 /* A tiny cache of strings seen in this chunk (module and process names repeat on every line). */
 #define CACHE_SLOTS 16
@@ -297,6 +298,7 @@ static PyObject *make_record(PyTypeObject *type, PyObject *original, const char 
                              Py_ssize_t start, Py_ssize_t end, PyObject *source,
                              PyObject *minutes, PyObject *fallback, string_cache *cache,
                              char *last_minute, PyObject **last_base) {
+    long flags = 0;
     PyObject *record = type->tp_new(type, state.empty_tuple, NULL);
     if (record == NULL) {
         return NULL;
@@ -380,7 +382,7 @@ static PyObject *make_record(PyTypeObject *type, PyObject *original, const char 
         if (set_attr(record, state.a_timestamp_us, PyLong_FromLongLong(base_us + fraction)) < 0)
             goto fail;
         if (memcmp(t, "2000", 4) < 0) {
-            if (set_attr(record, state.a_flags, PyLong_FromLong(PRE_CLOCK_SYNC_FLAG)) < 0) goto fail;
+            flags |= PRE_CLOCK_SYNC_FLAG;
         }
     }
 
@@ -393,9 +395,13 @@ static PyObject *make_record(PyTypeObject *type, PyObject *original, const char 
     if (set_attr(record, state.a_source, source) < 0) goto fail;
     PyObject *codes = error_codes(s + header_end, n - header_end);
     if (codes != NULL) {
+        flags |= HAS_CODES_FLAG;
         if (set_attr(record, state.a_error_codes, codes) < 0) goto fail;
     } else if (PyErr_Occurred()) {
         goto fail;
+    }
+    if (flags != 0) {
+        if (set_attr(record, state.a_flags, PyLong_FromLong(flags)) < 0) goto fail;
     }
     return record;
 fail:

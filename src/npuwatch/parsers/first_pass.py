@@ -94,11 +94,15 @@ def scan_chunk_python(
         record.offset = start
         record.end_offset = position
         record.source = source
+        flags = 0
         if base is not None and minute < PRE_CLOCK_SYNC_PREFIX:
-            record.flags = Flag.PRE_CLOCK_SYNC
+            flags = Flag.PRE_CLOCK_SYNC
         codes = find_error_codes(body)
         if codes:
             record.error_codes = codes
+            flags |= Flag.HAS_CODES
+        if flags:
+            record.flags = flags
         items.append(record)
     return items
 

@@ -217,6 +217,10 @@ class StreamParser:
                 record.runtime_codes = runtime_codes
             if record.framework_code is None and "ERR" in text:
                 record.framework_code = find_framework_code(text)
+        if record.error_codes or record.runtime_codes or record.framework_code is not None:
+            record.flags |= Flag.HAS_CODES
+        if record.format != "slog":
+            record.flags |= Flag.OTHER_FORMAT
         record.source = self.source
         return record
 

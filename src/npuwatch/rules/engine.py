@@ -1,0 +1,332 @@
+"""The rule engine: records in, events out, with thresholds, dedupe and context.
+
+A batch of records is dispatched at C speed: each record's plan key (level, module, format) is
+computed with `map`, the keys whose plan is empty are dropped with `itertools.compress`, and only
+the records left — those that can match something, and those that carry codes — are tested in
+Python. Counting rules (a DEBUG flood) are tallied per batch from the key counts.
+
+Per stream (one file), a `RuleStream` keeps the records before the current one (context) and the
+events still waiting for the records after them. An event is handed out by `drain()` once its
+after-context is complete and its dedupe window has passed in log time (or at `flush()`), with
+the number of matches it stands for.
+
+`replace()` swaps in a new rule set at once: the index is one object, built aside and assigned in
+one step; threshold state carries over for the rules that remain (by id).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress, repeat
+from operator import attrgetter, contains, or_
+from typing import Any
+
+from npuwatch.records import Record, SourceInfo
+from npuwatch.rules.events import Event
+from npuwatch.rules.index import Entry, Plan, PlanKey, RuleIndex, build_index
+from npuwatch.rules.loader import RuleSet
+from npuwatch.rules.model import Rule
+
+_US = 1_000_000
+_LEVEL = attrgetter("level")
+_LOGGER = attrgetter("logger")
+_FLAGS = attrgetter("flags")
+_ORIGINAL = attrgetter("original")
+
+
+class RuleStream:
+    """Rule state of one stream (one file): the records before, the events waiting for after."""
+
+    def __init__(self, source: SourceInfo | None = None, max_before: int = 50) -> None:
+        self.source = source
+        self.kind = source.kind if source is not None else "other"
+        self.window: deque[Record] = deque(maxlen=max(max_before, 1))
+        self.pending: list[tuple[Event, int]] = []
+        """Events waiting for context after them, with how many records they still need."""
+        self._plans_of: RuleIndex | None = None
+        self._plans: dict[PlanKey, Plan] = {}
+
+    def plans_for(self, index: RuleIndex) -> dict[PlanKey, Plan]:
+        """This stream's plan cache (reset when the rule set was replaced)."""
+        if self._plans_of is not index:
+            self._plans_of = index
+            self._plans = {}
+        return self._plans
+
+    def close(self) -> None:
+        """The stream ended: its events stop waiting for records after them."""
+        for event, _ in self.pending:
+            event.context_complete = True
+        self.pending.clear()
+
+
+class RuleEngine:
+    """Matches records against a rule set and produces events."""
+
+    def __init__(self, ruleset: RuleSet) -> None:
+        self._index = build_index(ruleset)
+        self._thresholds: dict[str, dict[tuple[Any, ...], deque[tuple[int, int]]]] = {}
+        self._open: dict[tuple[Any, ...], Event] = {}
+        self._waiting: list[Event] = []
+        self._now_us = 0
+        self.match_counts: Counter[str] = Counter()
+        """Matches per rule id, before thresholds and dedupe (for metrics)."""
+
+    @property
+    def rules(self) -> list[Rule]:
+        return self._index.rules
+
+    def stream(self, source: SourceInfo | None = None) -> RuleStream:
+        return RuleStream(source, self._index.max_before)
+
+    def replace(self, ruleset: RuleSet) -> None:
+        """Swap in a new rule set at once; threshold state of rules that remain is kept."""
+        index = build_index(ruleset)
+        keep = {rule.id for rule in index.rules}
+        self._thresholds = {k: v for k, v in self._thresholds.items() if k in keep}
+        self._index = index
+
+    def process(
+        self, records: Sequence[Record], stream: RuleStream, raw: bytes | None = None
+    ) -> None:
+        """Test a batch of consecutive records of one stream against the rules.
+
+        `raw`, the bytes the records were parsed from, lets literal rules skip a batch that does
+        not contain their literal without looking at its records.
+        """
+        if not records:
+            return
+        index = self._index
+        levels = list(map(_LEVEL, records))
+        if index.level_counters:
+            self._tally(index, levels, records, stream)
+        positions, literal_hits = self._candidates(index, levels, records, stream, raw)
+        kind = stream.kind
+        plans = stream.plans_for(index)
+        new_pending: list[tuple[Event, int]] = []
+        for position in positions:
+            record = records[position]
+            key = (levels[position], record.logger, record.format, kind)
+            plan = plans.get(key)
+            if plan is None:
+                plan = plans[key] = index.plan(key)
+            entries: Sequence[Entry] = plan.entries
+            if record.flags or position in literal_hits:
+                extra = index.extra_entries(record)
+                if extra:
+                    entries = _merge(index, entries, extra)
+            if not entries:
+                continue
+            matched = [rule for rule, test in entries if test is None or test(record)]
+            if not matched:
+                continue
+            if len(matched) > 1:
+                tier = min(rule.spec.fallback for rule in matched)
+                matched = [rule for rule in matched if rule.spec.fallback == tier]
+            for rule in matched:
+                self.match_counts[rule.id] += 1
+                event = self._on_match(index, rule, record, position, records, stream)
+                if event is not None and rule.spec.context.after:
+                    new_pending.append((event, position))
+        self._fill_after(records, stream, new_pending)
+        stream.window.extend(records)
+        last = records[-1].timestamp_us
+        if last is not None and last > self._now_us:
+            self._now_us = last
+
+    @staticmethod
+    def _candidates(
+        index: RuleIndex,
+        levels: list[str | None],
+        records: Sequence[Record],
+        stream: RuleStream,
+        raw: bytes | None,
+    ) -> tuple[Iterable[int], set[int] | frozenset[int]]:
+        """Positions of the records that can match any rule, found with C-speed passes: a level
+        or module some rule is keyed by, a flag (codes, another format), a literal; and the
+        positions found by a literal."""
+        count = len(records)
+        if index.everything or stream.kind in index.kinds:
+            return range(count), frozenset(range(count)) if index.by_literal else frozenset()
+        selectors: Iterator[Any] = map(index.levels.__contains__, levels)
+        if index.modules:
+            selectors = map(or_, selectors, map(index.modules.__contains__, map(_LOGGER, records)))
+        selectors = map(or_, selectors, map(_FLAGS, records))
+        positions: Iterable[int] = compress(range(count), selectors)
+        if not index.by_literal:
+            return positions, frozenset()
+        # One search of the whole batch per literal first: nearly always the literal is absent.
+        batch: bytes | str = raw if raw is not None else "\n".join(map(_ORIGINAL, records))
+        lowered_batch: bytes | str | None = None
+        originals: list[str] | None = None
+        hits: set[int] = set()
+        for text, ignore_case in index.by_literal:
+            needle: bytes | str = text.encode() if isinstance(batch, bytes) else text
+            if ignore_case:
+                if lowered_batch is None:
+                    lowered_batch = batch.lower()
+                if needle.lower() not in lowered_batch:  # type: ignore[operator]
+                    continue
+            elif needle not in batch:  # type: ignore[operator]
+                continue
+            if originals is None:
+                originals = list(map(_ORIGINAL, records))
+            if ignore_case:
+                matches = map(contains, map(str.lower, originals), repeat(text.lower()))
+            else:
+                matches = map(contains, originals, repeat(text))
+            hits.update(compress(range(count), matches))
+        if not hits:
+            return positions, frozenset()
+        return sorted(hits.union(positions)), hits
+
+    def drain(self, now_us: int | None = None) -> list[Event]:
+        """Events whose dedupe window has passed (in log time) and whose context is complete."""
+        now = self._now_us if now_us is None else now_us
+        ready, waiting = [], []
+        for event in self._waiting:
+            window = event.rule.spec.dedupe.within * _US
+            closed = event.first_us is None or event.first_us + window < now
+            if closed and event.context_complete:
+                ready.append(event)
+                self._forget(event)
+            else:
+                waiting.append(event)
+        self._waiting = waiting
+        return _by_time(ready)
+
+    def flush(self) -> list[Event]:
+        """Every event still held (the end of a scan, or shutdown)."""
+        ready = self._waiting
+        self._waiting = []
+        self._open.clear()
+        for event in ready:
+            event.context_complete = True
+        return _by_time(ready)
+
+    # --- matches, thresholds, dedupe --------------------------------------------------------------
+
+    def _tally(
+        self,
+        index: RuleIndex,
+        levels: list[str | None],
+        records: Sequence[Record],
+        stream: RuleStream,
+    ) -> None:
+        """Apply a batch's matches of the counting rules, all at the time of the last match."""
+        for level, rules in index.level_counters.items():
+            count = levels.count(level)
+            if not count:
+                continue
+            position = len(levels) - 1 - levels[::-1].index(level)
+            record = records[position]
+            for rule in rules:
+                self.match_counts[rule.id] += count
+                if self._reached(index, rule, record, count):
+                    self._open_event(index, rule, record, position, records, stream)
+
+    def _reached(self, index: RuleIndex, rule: Rule, record: Record, count: int) -> bool:
+        """Add `count` matches at the record's time; whether the threshold is reached."""
+        threshold = rule.spec.threshold
+        assert threshold is not None
+        group = tuple(getter(record) for getter in index.group_getters[rule])
+        hits = self._thresholds.setdefault(rule.id, {}).setdefault(group, deque())
+        now = record.timestamp_us or 0
+        hits.append((now, count))
+        horizon = now - int(threshold.within * _US)
+        while hits and hits[0][0] < horizon:
+            hits.popleft()
+        if sum(n for _, n in hits) < threshold.count:
+            return False
+        hits.clear()
+        return True
+
+    def _on_match(
+        self,
+        index: RuleIndex,
+        rule: Rule,
+        record: Record,
+        position: int,
+        records: Sequence[Record],
+        stream: RuleStream,
+    ) -> Event | None:
+        if rule.spec.threshold is not None and not self._reached(index, rule, record, 1):
+            return None
+        return self._open_event(index, rule, record, position, records, stream)
+
+    def _open_event(
+        self,
+        index: RuleIndex,
+        rule: Rule,
+        record: Record,
+        position: int,
+        records: Sequence[Record],
+        stream: RuleStream,
+    ) -> Event | None:
+        """A new event, or None when the match joins an event still open in its dedupe window."""
+        spec = rule.spec
+        window = spec.dedupe.within * _US
+        dedupe_key = (rule.id, *(getter(record) for getter in index.dedupe_getters[rule]))
+        held = self._open.get(dedupe_key)
+        timestamp = record.timestamp_us
+        if held is not None and window > 0 and (
+            timestamp is None or held.first_us is None or timestamp <= held.first_us + window
+        ):
+            held.count += 1
+            if timestamp is not None:
+                held.last_us = timestamp
+            return None
+        fields = rule.extractor(record) if rule.extractor is not None else {}
+        before = _before(spec.context.before, position, records, stream)
+        event = Event(rule, record, fields, before)
+        event.context_complete = spec.context.after == 0
+        if window > 0:
+            self._open[dedupe_key] = event
+        self._waiting.append(event)
+        return event
+
+    def _forget(self, event: Event) -> None:
+        for key, held in list(self._open.items()):
+            if held is event:
+                del self._open[key]
+
+    @staticmethod
+    def _fill_after(
+        records: Sequence[Record], stream: RuleStream, new_pending: list[tuple[Event, int]]
+    ) -> None:
+        still: list[tuple[Event, int]] = []
+        waiting = [(event, needed, 0) for event, needed in stream.pending]
+        waiting += [(event, event.rule.spec.context.after, position + 1)
+                    for event, position in new_pending]
+        for event, needed, start in waiting:
+            taken = [record.original for record in records[start : start + needed]]
+            event.after.extend(taken)
+            if len(taken) < needed:
+                still.append((event, needed - len(taken)))
+            else:
+                event.context_complete = True
+        stream.pending = still
+
+
+def _merge(index: RuleIndex, plan: Sequence[Entry], extra: list[Entry]) -> list[Entry]:
+    have = {rule for rule, _ in plan}
+    merged = list(plan) + [entry for entry in extra if entry[0] not in have]
+    return sorted(merged, key=lambda entry: index.order[entry[0]])
+
+
+def _before(count: int, position: int, records: Sequence[Record], stream: RuleStream) -> list[str]:
+    if count == 0:
+        return []
+    previous = list(records[max(0, position - count) : position])
+    missing = count - len(previous)
+    if missing > 0 and stream.window:
+        previous = list(stream.window)[-missing:] + previous
+    return [record.original for record in previous]
+
+
+def _by_time(events: list[Event]) -> list[Event]:
+    return sorted(events, key=lambda e: (e.first_us is None, e.first_us or 0))
+
+
+__all__ = ["PlanKey", "RuleEngine", "RuleStream"]

@@ -1,0 +1,178 @@
+"""The rule condition language, parsed with pyparsing into a small syntax tree.
+
+    error.code == EI0002
+    error.code in E30000..E39999 or ascend.runtime_codes in [207001, 507899]
+    log.logger == HCCL and log.level in [ERROR, WARNING] and message ~ /time(d)? ?out/i
+    ascend.format == c10 and not message contains "Warning"
+    fields.cost_ms > 60000
+
+Fields are named by their ECS names; values are quoted strings, numbers, bare words (`ERROR`,
+`HCCL`, `E30009`) or, for codes, ranges `E30000..E39999`. Operators: `==`, `!=`, `<`, `<=`, `>`,
+`>=`, `in [...]`, `~ /regex/flags`, `contains`, `startswith`, `exists`; combined with `not`,
+`and`, `or` (in that order of binding) and parentheses. Every node keeps the position of its
+text, so that errors can point at it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pyparsing as pp
+
+Value = str | int | float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    field: str
+    op: str
+    """One of == != < <= > >= in range ~ contains startswith exists."""
+    values: tuple[Value, ...]
+    flags: str
+    """Regex flags (`i`, `m`, `s`, `x`) for `~`."""
+    loc: int
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: Node
+    loc: int
+
+
+@dataclass(frozen=True)
+class And:
+    operands: tuple[Node, ...]
+    loc: int
+
+
+@dataclass(frozen=True)
+class Or:
+    operands: tuple[Node, ...]
+    loc: int
+
+
+Node = Comparison | Not | And | Or
+
+
+class ConditionSyntaxError(ValueError):
+    """A condition that does not parse; `column` counts from 1 within the condition text."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def _build() -> pp.ParserElement:
+    keywords = {"and", "or", "not", "in", "contains", "startswith", "exists"}
+    keyword = pp.MatchFirst([pp.Keyword(word) for word in sorted(keywords)])
+    identifier = pp.Word(pp.alphas + "@_", pp.alphanums + "_")
+    field = pp.Combine(identifier + pp.ZeroOrMore("." + identifier)).set_name("field name")
+    string = (pp.QuotedString('"', esc_char="\\") | pp.QuotedString("'", esc_char="\\")).set_name(
+        "quoted string"
+    )
+    number = pp.Regex(r"-?\d+(\.\d+)?(?![\w.])").set_name("number")
+    number.set_parse_action(lambda t: float(t[0]) if "." in t[0] else int(t[0]))
+    bare = (~keyword + pp.Regex(r"[A-Za-z0-9_][\w\-:]*")).set_name("word")
+    value = (string | number | bare).set_name("value")
+    code = pp.Regex(r"[EW][0-9A-Z][0-9]{4}")
+    code_range = pp.Group(code + pp.Suppress("..") + code).set_name("code range")
+    value_list = pp.Group(
+        pp.Suppress("[") + pp.Optional(pp.DelimitedList(value)) + pp.Suppress("]")
+    ).set_name("[list]")
+    def tail(expression: pp.ParserElement, op: str) -> pp.ParserElement:
+        def action(text: str, loc: int, tokens: pp.ParseResults) -> Any:
+            if op == "in":
+                operand = tokens[0]
+                if tokens.get("range") is not None:
+                    return [("range", (operand[0], operand[1]), "")]
+                return [("in", tuple(operand), "")]
+            if op == "~":
+                return [("~", (tokens[0],), tokens[1])]
+            if op == "exists":
+                return [("exists", (), "")]
+            if op == "cmp":
+                return [(tokens[0], (tokens[1],), "")]
+            return [(op, (tokens[0],), "")]
+
+        return expression.set_parse_action(action)
+
+    regex = pp.Regex(r"/((?:[^/\\\n]|\\.)*)/([imsx]*)")
+    regex.set_parse_action(lambda t: [t[0][1 : t[0].rindex("/")], t[0][t[0].rindex("/") + 1 :]])
+    regex.set_name("/regex/")
+
+    operator_tail = pp.MatchFirst(
+        [
+            tail(pp.Keyword("exists").suppress(), "exists"),
+            tail(pp.Keyword("in").suppress() + (code_range("range") | value_list), "in"),
+            tail(pp.Suppress("~") + regex, "~"),
+            tail(pp.Keyword("contains").suppress() + value, "contains"),
+            tail(pp.Keyword("startswith").suppress() + value, "startswith"),
+            tail(pp.one_of("== != <= >= < >") + value, "cmp"),
+        ]
+    ).set_name("an operator (== != < <= > >= in ~ contains startswith exists)")
+
+    def comparison_action(text: str, loc: int, tokens: pp.ParseResults) -> Comparison:
+        op, values, flags = tokens[1]
+        return Comparison(tokens[0], op, values, flags, loc)
+
+    comparison = (field + operator_tail).set_parse_action(comparison_action)
+    comparison.set_name("a comparison such as 'log.level == ERROR'")
+
+    def combine(kind: type[And] | type[Or]) -> Any:
+        def action(text: str, loc: int, tokens: pp.ParseResults) -> Node:
+            operands = tuple(tokens[0][0::2])
+            return kind(operands, loc)  # type: ignore[arg-type]
+
+        return action
+
+    def negate(text: str, loc: int, tokens: pp.ParseResults) -> Node:
+        return Not(tokens[0][1], loc)
+
+    expression = pp.infix_notation(
+        comparison,
+        [
+            (pp.Keyword("not"), 1, pp.OpAssoc.RIGHT, negate),
+            (pp.Keyword("and"), 2, pp.OpAssoc.LEFT, combine(And)),
+            (pp.Keyword("or"), 2, pp.OpAssoc.LEFT, combine(Or)),
+        ],
+    )
+    return expression.set_name("condition")
+
+
+_CONDITION = _build()
+
+
+def parse_condition(text: str) -> Node:
+    """Parse a condition; raises ConditionSyntaxError with the line and column of the problem."""
+    try:
+        result = _CONDITION.parse_string(text, parse_all=True)
+    except pp.ParseException as error:
+        raise ConditionSyntaxError(_explain(text, error), error.lineno, error.col) from None
+    node = result[0]
+    assert isinstance(node, Comparison | Not | And | Or)
+    return node
+
+
+_COMPARISON_HINT = "a comparison such as 'log.level == ERROR'"
+
+
+def _explain(text: str, error: pp.ParseException) -> str:
+    rest = text[error.loc :]
+    found = rest.split(None, 1)[0] if rest.strip() else ""
+    where = f"found {found!r}" if found else "found the end of the condition"
+    message = str(error.msg)
+    dangling = re.fullmatch(r"\s*(and|or|not)\b(.*)", rest, re.DOTALL)
+    if text.count("(") > text.count(")"):
+        return "a '(' is not closed: expected ')'"
+    if dangling is not None and not dangling[2].strip():
+        return f"expected {_COMPARISON_HINT} after '{dangling[1]}'"
+    if message.startswith("Expected end of text"):
+        return f"expected 'and', 'or' or the end of the condition, {where}"
+    if "operations" in message or "condition" in message:
+        return f"expected {_COMPARISON_HINT}, {where}"
+    if message.startswith("Expected"):
+        message = "expected " + message[len("Expected ") :]
+    return f"{message}, {where}"

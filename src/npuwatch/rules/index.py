@@ -1,0 +1,246 @@
+"""The rule index: which rules a record can match, decided with few lookups.
+
+Records are grouped by their *plan key* — level, module, format and log kind — which a batch of
+a plog has only a few dozen of. For each key the index builds a plan once: the rules keyed by
+those four values, each with its condition *specialised* to the key (comparisons on level,
+module, format and kind are decided in advance, so a rule that cannot apply to a module drops
+out, and one that the key proves needs no test at all). Codes, flags and literals add their own
+rules only for the records that carry them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from npuwatch.records import Flag, Record
+from npuwatch.rules.compiler import Predicate, compile_condition, condition_keys
+from npuwatch.rules.fields import FIELDS, resolve_field
+from npuwatch.rules.grammar import And, Comparison, Node, Not, Or
+from npuwatch.rules.loader import RuleSet
+from npuwatch.rules.model import Rule
+
+PlanKey = tuple[str | None, str | None, str, str]
+"""(level, module, format, kind)."""
+Entry = tuple[Rule, Predicate | None]
+"""A rule and the test a record still has to pass (None: the key proves the match)."""
+
+STREAM_FIELDS = frozenset({"host.name", "log.file.path", "ascend.kind", "ascend.channel"})
+"""Fields that are the same for every record of a stream."""
+_DIMENSIONS = {"log.level": 0, "log.logger": 1, "ascend.format": 2, "ascend.kind": 3}
+
+
+class Plan:
+    """What a record with a given plan key is tested against."""
+
+    __slots__ = ("counters", "entries")
+
+    def __init__(self, entries: tuple[Entry, ...], counters: tuple[Rule, ...]) -> None:
+        self.entries = entries
+        self.counters = counters
+        """Threshold rules that the key proves and that group by stream fields only: they are
+        counted per batch instead of tested per record (DEBUG floods are most of a plog)."""
+
+
+@dataclass
+class RuleIndex:
+    """Everything derived from a rule set, built aside and swapped as one object."""
+
+    rules: list[Rule]
+    order: dict[Rule, int]
+    by_code: dict[str, list[Rule]] = field(default_factory=dict)
+    by_code_prefix: dict[str, list[Rule]] = field(default_factory=dict)
+    any_code: list[Rule] = field(default_factory=list)
+    by_runtime: dict[int, list[Rule]] = field(default_factory=dict)
+    any_runtime: list[Rule] = field(default_factory=list)
+    by_framework: dict[str, list[Rule]] = field(default_factory=dict)
+    any_framework: list[Rule] = field(default_factory=list)
+    by_flag: dict[int, list[Rule]] = field(default_factory=dict)
+    by_dimension: tuple[dict[str, list[Rule]], ...] = field(
+        default_factory=lambda: ({}, {}, {}, {})
+    )
+    by_literal: dict[tuple[str, bool], list[Rule]] = field(default_factory=dict)
+    always: list[Rule] = field(default_factory=list)
+    counting: set[Rule] = field(default_factory=set)
+    level_counters: dict[str, list[Rule]] = field(default_factory=dict)
+    """Counting rules keyed by level alone, tallied with one count per batch."""
+    levels: frozenset[str | None] = frozenset()
+    modules: frozenset[str | None] = frozenset()
+    kinds: frozenset[str] = frozenset()
+    everything: bool = False
+    """Some rule must see every record (no index key, or keyed by format `slog`)."""
+    plans: dict[PlanKey, Plan] = field(default_factory=dict)
+    group_getters: dict[Rule, tuple[Callable[[Record], Any], ...]] = field(default_factory=dict)
+    dedupe_getters: dict[Rule, tuple[Callable[[Record], Any], ...]] = field(default_factory=dict)
+    max_before: int = 0
+
+    def plan(self, key: PlanKey) -> Plan:
+        plan = self.plans.get(key)
+        if plan is not None:
+            return plan
+        found: set[Rule] = set(self.always)
+        for dimension, value in enumerate(key):
+            if value is not None:
+                found.update(self.by_dimension[dimension].get(value, ()))
+        entries: list[Entry] = []
+        counters: list[Rule] = []
+        for rule in sorted(found, key=self.order.__getitem__):
+            if rule in self.counting:
+                counters.append(rule)
+                continue
+            assert rule.node is not None
+            node = specialise(rule.node, key)
+            if node is False:
+                continue
+            if node is not True and _found_elsewhere(node, rule):
+                continue  # what is left needs a code, flag or literal: extra_entries brings it
+            predicate = None if node is True else compile_condition(node, rule.extractor).predicate
+            entries.append((rule, predicate))
+        plan = Plan(tuple(entries), tuple(counters))
+        self.plans[key] = plan
+        return plan
+
+    def extra_entries(self, record: Record) -> list[Entry]:
+        """Rules found through the codes, flags and literals of a record."""
+        found: list[Rule] = []
+        flags = record.flags
+        if flags & Flag.HAS_CODES:
+            for code in record.error_codes:
+                found.extend(self.by_code.get(code, ()))
+                found.extend(self.by_code_prefix.get(code[:2], ()))
+            if record.error_codes:
+                found.extend(self.any_code)
+            for number in record.runtime_codes:
+                found.extend(self.by_runtime.get(number, ()))
+            if record.runtime_codes:
+                found.extend(self.any_runtime)
+            if record.framework_code is not None:
+                found.extend(self.by_framework.get(record.framework_code, ()))
+                found.extend(self.any_framework)
+        for bit, rules in self.by_flag.items():
+            if flags & bit:
+                found.extend(rules)
+        if self.by_literal:
+            original = record.original
+            lowered = None
+            for (text, ignore_case), rules in self.by_literal.items():
+                if ignore_case:
+                    if lowered is None:
+                        lowered = original.lower()
+                    hit = text.lower() in lowered
+                else:
+                    hit = text in original
+                if hit:
+                    found.extend(rules)
+        return [(rule, None if rule.exact else rule.predicate) for rule in set(found)]
+
+
+def build_index(ruleset: RuleSet) -> RuleIndex:
+    rules = list(ruleset.rules)
+    index = RuleIndex(rules=rules, order={rule: i for i, rule in enumerate(rules)})
+    tables: dict[str, dict[Any, list[Rule]]] = {
+        "code": index.by_code,
+        "code_prefix": index.by_code_prefix,
+        "runtime": index.by_runtime,
+        "framework": index.by_framework,
+        "level": index.by_dimension[0],
+        "module": index.by_dimension[1],
+        "format": index.by_dimension[2],
+        "kind": index.by_dimension[3],
+        "literal": index.by_literal,
+    }
+    dimension_keys = {"level", "module", "format", "kind"}
+    for rule in rules:
+        spec = rule.spec
+        index.group_getters[rule] = tuple(
+            _getter(name) for name in (spec.threshold.by if spec.threshold else ())
+        )
+        index.dedupe_getters[rule] = tuple(_getter(name) for name in spec.dedupe.by)
+        index.max_before = max(index.max_before, spec.context.before)
+        if rule.keys is None:
+            index.always.append(rule)
+            continue
+        if (
+            spec.threshold is not None
+            and rule.exact
+            and all(kind == "level" for kind, _ in rule.keys)
+            and set(spec.threshold.by) <= STREAM_FIELDS
+        ):
+            index.counting.add(rule)
+            for _, level in rule.keys:
+                index.level_counters.setdefault(level, []).append(rule)
+            continue
+        for kind, value in rule.keys:
+            if kind == "any_code":
+                index.any_code.append(rule)
+            elif kind == "any_runtime":
+                index.any_runtime.append(rule)
+            elif kind == "any_framework":
+                index.any_framework.append(rule)
+            elif kind == "flag":
+                bit = Flag.BY_NAME.get(value)
+                if bit is not None:
+                    index.by_flag.setdefault(bit, []).append(rule)
+            else:
+                tables[kind].setdefault(value, []).append(rule)
+    index.levels = frozenset(index.by_dimension[0])
+    index.modules = frozenset(index.by_dimension[1])
+    index.kinds = frozenset(index.by_dimension[3])
+    index.everything = bool(index.always) or "slog" in index.by_dimension[2]
+    return index
+
+
+def specialise(node: Node, key: PlanKey) -> Node | bool:
+    """Decide what the plan key decides in a condition: True, False, or what is left to test."""
+    if isinstance(node, Comparison):
+        dimension = _DIMENSIONS.get(resolve_field(node.field) or "")
+        if dimension is None or node.op not in ("==", "!=", "in", "exists"):
+            return node
+        value = key[dimension]
+        if node.op == "exists":
+            return value is not None
+        values = {str(item) for item in node.values}
+        inside = value is not None and value in values
+        return not inside if node.op == "!=" else inside
+    if isinstance(node, Not):
+        inner = specialise(node.operand, key)
+        return (not inner) if isinstance(inner, bool) else Not(inner, node.loc)
+    parts: list[Node] = []
+    is_and = isinstance(node, And)
+    for operand in node.operands:
+        part = specialise(operand, key)
+        if part is (not is_and):  # False in an And, True in an Or decides it
+            return part
+        if not isinstance(part, bool):
+            parts.append(part)
+    if not parts:
+        return is_and
+    if len(parts) == 1:
+        return parts[0]
+    return And(tuple(parts), node.loc) if is_and else Or(tuple(parts), node.loc)
+
+
+def _found_elsewhere(node: Node, rule: Rule) -> bool:
+    """Whether a specialised condition can only hold for records that carry a code, a flag or
+    a literal under which the rule is indexed anyway, so that the plan need not list it."""
+    keys = condition_keys(node)
+    return (
+        keys is not None
+        and rule.keys is not None
+        and keys <= rule.keys
+        and all(kind not in _PLAN_KEY_KINDS for kind, _ in keys)
+    )
+
+
+_PLAN_KEY_KINDS = frozenset({"level", "module", "format", "kind"})
+
+
+def _getter(name: str) -> Callable[[Record], Any]:
+    resolved = resolve_field(name)
+    if resolved is None or resolved not in FIELDS:
+        raise ValueError(f"unknown field {name!r}")
+    getter = FIELDS[resolved].getter
+    if FIELDS[resolved].kind in ("strs", "ints"):
+        return lambda record: tuple(getter(record))
+    return getter

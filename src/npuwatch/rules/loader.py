@@ -1,0 +1,266 @@
+"""Loading rule packs: YAML files → validated specs → compiled rules, with every problem
+reported as `file:line:column: what is wrong`.
+
+Packs are read in order: the defaults shipped in `npuwatch/rules/packs/`, then
+`/etc/npuwatch/rules.d/`, then any `--rules` folders or files. A later rule with the same id
+replaces the earlier one; a pack's `disable:` list switches rules off by id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from npuwatch.records import Record
+from npuwatch.rules.compiler import CompileError, Extractor, compile_condition
+from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
+from npuwatch.rules.model import PackSpec, Rule, RuleSpec
+
+DEFAULT_PACKS = Path(__file__).resolve().parent / "packs"
+SYSTEM_RULES = Path("/etc/npuwatch/rules.d")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong in a rule file, with where it is."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}: {self.message}"
+
+
+class RuleLoadError(Exception):
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__("\n".join(map(str, problems)))
+        self.problems = list(problems)
+
+
+@dataclass
+class RuleSet:
+    """The rules in force, in load order, and the files they came from."""
+
+    rules: list[Rule] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    disabled: set[str] = field(default_factory=set)
+
+    def by_id(self) -> dict[str, Rule]:
+        return {rule.id: rule for rule in self.rules}
+
+
+def rule_files(locations: Iterable[Path]) -> list[Path]:
+    """The `*.yaml`/`*.yml` files at or under each location, each folder in name order."""
+    files: list[Path] = []
+    for location in locations:
+        if location.is_dir():
+            files.extend(
+                sorted(p for p in location.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+            )
+        else:
+            files.append(location)
+    return files
+
+
+def default_locations(extra: Sequence[Path] = (), system: Path = SYSTEM_RULES) -> list[Path]:
+    locations = [DEFAULT_PACKS]
+    if system.is_dir():
+        locations.append(system)
+    locations.extend(extra)
+    return locations
+
+
+def load_rules(locations: Sequence[Path]) -> RuleSet:
+    """Load and merge the packs at `locations`; raises RuleLoadError listing every problem."""
+    problems: list[Problem] = []
+    ruleset = RuleSet()
+    merged: dict[str, Rule] = {}
+    for path in rule_files(locations):
+        pack, rules, found = load_pack(path)
+        problems.extend(found)
+        if pack is None:
+            continue
+        ruleset.files.append(str(path))
+        for rule in rules:
+            merged.pop(rule.id, None)  # a later rule with the same id replaces (and re-orders)
+            merged[rule.id] = rule
+        ruleset.disabled.update(pack.disable)
+    if problems:
+        raise RuleLoadError(problems)
+    ruleset.rules = [rule for rule_id, rule in merged.items() if rule_id not in ruleset.disabled]
+    return ruleset
+
+
+def load_pack(path: Path) -> tuple[PackSpec | None, list[Rule], list[Problem]]:
+    """One pack file: its spec, its compiled rules and its problems."""
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        return None, [], [Problem(name, 1, 1, f"cannot read the file: {error}")]
+    try:
+        document = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = getattr(error, "problem", None) or str(error)
+        return None, [], [Problem(name, line, column, f"not valid YAML: {problem}")]
+    if not isinstance(data, dict):
+        return None, [], [Problem(name, 1, 1, "a rule pack is a mapping with 'pack' and 'rules'")]
+    try:
+        pack = PackSpec.model_validate(data)
+    except ValidationError as error:
+        return None, [], [_validation_problem(name, document, item) for item in error.errors()]
+    rules: list[Rule] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for index, spec in enumerate(pack.rules):
+        node = _node_at(document, ("rules", index))
+        if spec.id in seen:
+            problems.append(_at(name, _node_at(document, ("rules", index, "id")),
+                                f"rule id {spec.id!r} appears twice in this pack"))
+            continue
+        seen.add(spec.id)
+        line = node.start_mark.line + 1 if node is not None else 1
+        rule, problem = compile_rule(spec, pack.pack, f"{name}:{line}", name,
+                                     _node_at(document, ("rules", index)), text)
+        if problem is not None:
+            problems.append(problem)
+        elif rule is not None:
+            rules.append(rule)
+    return pack, rules, problems
+
+
+def compile_rule(
+    spec: RuleSpec,
+    pack: str,
+    origin: str,
+    path: str = "<rule>",
+    node: yaml.Node | None = None,
+    text: str = "",
+) -> tuple[Rule | None, Problem | None]:
+    """Compile one rule; on a problem, say where it is in the file."""
+    patterns: list[re.Pattern[str]] = []
+    for index, source in enumerate(spec.extract):
+        try:
+            pattern = re.compile(source)
+        except re.error as error:
+            where = _child(node, ("extract", index))
+            return None, _at(path, where, f"rule {spec.id}: bad extract pattern: {error}")
+        if not pattern.groupindex:
+            where = _child(node, ("extract", index))
+            return None, _at(path, where, f"rule {spec.id}: an extract pattern needs named groups "
+                                          "such as (?P<rank>\\d+)")
+        patterns.append(pattern)
+    extractor = _extractor(tuple(patterns)) if patterns else None
+    when_node = _child(node, ("when",))
+    try:
+        node = parse_condition(spec.when)
+        compiled = compile_condition(node, extractor)
+    except ConditionSyntaxError as error:
+        return None, _in_condition(path, when_node, text, spec, error.line, error.column, str(error))
+    except CompileError as error:
+        line = spec.when.count("\n", 0, error.loc) + 1
+        column = error.loc - (spec.when.rfind("\n", 0, error.loc) + 1) + 1
+        return None, _in_condition(path, when_node, text, spec, line, column, str(error))
+    rule = Rule(
+        spec,
+        pack,
+        origin,
+        compiled.predicate,
+        compiled.keys,
+        extractor,
+        tuple(patterns),
+        compiled.exact,
+        node,
+    )
+    return rule, None
+
+
+def _extractor(patterns: tuple[re.Pattern[str], ...]) -> Extractor:
+    def extract(record: Record) -> dict[str, str]:
+        values: dict[str, str] = {}
+        message = record.message
+        for pattern in patterns:
+            match = pattern.search(message)
+            if match is not None:
+                values.update((k, v) for k, v in match.groupdict().items() if v is not None)
+        return values
+
+    return extract
+
+
+def _in_condition(
+    path: str,
+    node: yaml.Node | None,
+    text: str,
+    spec: RuleSpec,
+    line: int,
+    column: int,
+    message: str,
+) -> Problem:
+    """A problem at (line, column) of a rule's condition, placed in the file."""
+    detail = f"rule {spec.id}: in 'when': {message}"
+    if node is None:
+        return Problem(path, line, column, detail)
+    start = node.start_mark
+    style = getattr(node, "style", None)
+    if style in ("|", ">"):
+        content_line = start.line + line  # the block's first content line follows the indicator
+        source_lines = text.splitlines()
+        indent = 0
+        if content_line < len(source_lines):
+            row = source_lines[content_line]
+            indent = len(row) - len(row.lstrip(" "))
+        return Problem(path, content_line + 1, indent + column, detail)
+    offset = 1 if style in ("'", '"') else 0
+    if line == 1:
+        return Problem(path, start.line + 1, start.column + 1 + offset + column - 1, detail)
+    return Problem(path, start.line + line, column, detail)
+
+
+def _validation_problem(path: str, document: yaml.Node | None, item: Any) -> Problem:
+    location = tuple(item["loc"])
+    node = _node_at(document, location)
+    while node is None and location:
+        location = location[:-1]
+        node = _node_at(document, location)
+    key = ".".join(str(part) for part in item["loc"])
+    message = item["msg"]
+    if item["type"] == "extra_forbidden":
+        message = f"unknown key {item['loc'][-1]!r}"
+    return _at(path, node, f"{key}: {message}")
+
+
+def _at(path: str, node: yaml.Node | None, message: str) -> Problem:
+    if node is None:
+        return Problem(path, 1, 1, message)
+    return Problem(path, node.start_mark.line + 1, node.start_mark.column + 1, message)
+
+
+def _node_at(document: yaml.Node | None, location: tuple[Any, ...]) -> yaml.Node | None:
+    return _child(document, location)
+
+
+def _child(node: yaml.Node | None, location: tuple[Any, ...]) -> yaml.Node | None:
+    for part in location:
+        if node is None:
+            return None
+        if isinstance(node, yaml.MappingNode):
+            node = next(
+                (value for key, value in node.value if getattr(key, "value", None) == part), None
+            )
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            return None
+    return node
