@@ -179,8 +179,9 @@ def _add_rules_commands(commands: Any) -> None:
             help=text,
             description=f"{text[0].upper()}{text[1:]}. Without PATH: every configured pack.",
         )
-        action.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                            help="pack files or folders")
+        action.add_argument(
+            "paths", nargs="*", type=Path, metavar="PATH", help="pack files or folders"
+        )
         action.set_defaults(handler=handler)
     importer = actions.add_parser(
         "import-faultdiag",
@@ -210,9 +211,15 @@ def _run_rules_list(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(
             [
-                {"id": r.id, "severity": r.spec.severity, "layer": r.spec.layer,
-                 "category": r.spec.category, "title": r.spec.title, "pack": r.pack,
-                 "origin": r.origin}
+                {
+                    "id": r.id,
+                    "severity": r.spec.severity,
+                    "layer": r.spec.layer,
+                    "category": r.spec.category,
+                    "title": r.spec.title,
+                    "pack": r.pack,
+                    "origin": r.origin,
+                }
                 for r in ruleset.rules
             ],
             sys.stdout,

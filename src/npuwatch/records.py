@@ -95,6 +95,26 @@ _BODY_FIELDS = frozenset(
 )
 
 
+class _BodyField:
+    """A field derived from a record's body on first access.
+
+    A non-data descriptor: once the value is in the instance dict, Python finds it there and
+    never calls this again. (A `__getattr__` on the class would do the same, but it makes every
+    attribute access of every record slower, and the rule engine reads a few per record.)
+    """
+
+    __slots__ = ("name",)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, record: Record | None, owner: type) -> Any:
+        if record is None:
+            return self
+        record.derive_body_fields()
+        return record.__dict__[self.name]
+
+
 class Record:
     """One log event as the parsers build it: plain attributes, no validation.
 
@@ -109,15 +129,15 @@ class Record:
     over a million lines never pays for them.
     """
 
-    message: str
-    origin_file: str | None
-    origin_line: int | None
-    thread_id: int | None
-    function: str | None
-    submodule: str | None
-    tags: list[str] | None
-    rank: int | None
-    device: int | None
+    message: str = _BodyField()  # type: ignore[assignment]
+    origin_file: str | None = _BodyField()  # type: ignore[assignment]
+    origin_line: int | None = _BodyField()  # type: ignore[assignment]
+    thread_id: int | None = _BodyField()  # type: ignore[assignment]
+    function: str | None = _BodyField()  # type: ignore[assignment]
+    submodule: str | None = _BodyField()  # type: ignore[assignment]
+    tags: list[str] | None = _BodyField()  # type: ignore[assignment]
+    rank: int | None = _BodyField()  # type: ignore[assignment]
+    device: int | None = _BodyField()  # type: ignore[assignment]
 
     timestamp_us: int | None = None
     level: str | None = None
@@ -143,21 +163,18 @@ class Record:
         self.original = original
         self.format = fmt
 
-    def __getattr__(self, name: str) -> Any:
-        # Only called for attributes not set yet: the body fields of a record whose body has
-        # not been parsed. Parsing sets all of them.
-        if name not in _BODY_FIELDS:
-            raise AttributeError(name)
-        body = self.__dict__.pop("body", None)
+    def derive_body_fields(self) -> None:
+        """Set every body field that is not set yet: parse the body, or take the defaults."""
+        values = self.__dict__
+        body = values.pop("body", None)
         if body is not None and self.body_parser is not None:
             self.body_parser(self, body)
-        values = self.__dict__
-        for field in _BODY_FIELDS:
-            values.setdefault(field, "" if field == "message" else None)
+        for name in _BODY_FIELDS:
+            if name not in values:
+                values[name] = "" if name == "message" else None
         continuation = values.pop("continuation", None)
         if continuation is not None:
             values["message"] = values["message"] + "\n" + continuation
-        return values[name]
 
     @property
     def error_code(self) -> str | None:
@@ -309,6 +326,32 @@ class Error(_Schema):
 
 class Event(_Schema):
     original: str = Field(description="The exact raw text of the record, all its lines.")
+    kind: Literal["alert"] | None = Field(None, description="`alert` for rule events.")
+    severity: int | None = Field(None, ge=1, le=4, description="4 critical ... 1 info.")
+
+
+class RuleRef(_Schema):
+    id: str
+    name: str
+    category: str
+    ruleset: str
+
+
+class FindingContext(_Schema):
+    before: list[str]
+    after: list[str]
+
+
+class Finding(_Schema):
+    severity: Literal["critical", "error", "warning", "info"]
+    layer: str
+    advice: str
+    count: int = Field(ge=1, description="Matches within the rule's dedupe window.")
+    symptom: bool
+    first: AwareDatetime | None = None
+    last: AwareDatetime | None = None
+    fields: dict[str, str] | None = Field(None, description="Values the rule extracted.")
+    context: FindingContext
 
 
 class Host(_Schema):
@@ -346,6 +389,7 @@ class Ascend(_Schema):
     lines: int = Field(1, ge=1, description="Physical lines in the record.")
     end_offset: int | None = Field(None, ge=0, description="Byte offset just after the record.")
     file: AscendFile | None = None
+    finding: Finding | None = Field(None, description="What a rule found (events only).")
 
 
 class LogRecord(_Schema):
@@ -360,6 +404,7 @@ class LogRecord(_Schema):
     error: Error | None = None
     event: Event
     host: Host | None = None
+    rule: RuleRef | None = None
     ascend: Ascend
 
 

@@ -105,3 +105,12 @@ def test_feeding_in_pieces_gives_the_same_records_as_feeding_at_once() -> None:
         offset += len(line)
     pieces += parser.flush()
     assert [r.to_document() for r in pieces] == whole
+
+
+def test_continuation_lines_stay_in_the_message_of_styles_with_tags() -> None:
+    (record,) = parse(
+        "[TRACE] GE(1,p):2025-01-01-00:00:00.000.000 [status:STOP] [ge_api.cc:240]1 Fin:done\n"
+        "  second line\n"
+    )
+    assert record.tags == ["status:STOP"]
+    assert record.message == "done\n  second line"

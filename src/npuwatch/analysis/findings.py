@@ -86,7 +86,12 @@ def group(events: list[Event]) -> list[Finding]:
         finding = findings.get(spec.id)
         if finding is None:
             finding = findings[spec.id] = Finding(
-                spec.id, spec.title, spec.severity, spec.layer, spec.category, spec.advice,
+                spec.id,
+                spec.title,
+                spec.severity,
+                spec.layer,
+                spec.category,
+                spec.advice,
                 spec.symptom,
             )
         finding.events.append(event)

@@ -10,7 +10,10 @@ any size is summarised in bounded memory.
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from npuwatch.analysis.findings import group, verdict
@@ -161,7 +164,11 @@ class ScanResult:
 
 
 class ScanAggregator:
-    """Folds the records of a log tree into a ScanResult, one file at a time."""
+    """Folds the records of a log tree into a ScanResult, a batch of one file at a time.
+
+    Counting is done per batch with C-speed passes (`map`, `Counter`, `list.count`); Python looks
+    at a record on its own only when it is an error, carries codes or flags, or starts a process.
+    """
 
     def __init__(self, root: str, context_lines: int = DEFAULT_CONTEXT_LINES) -> None:
         self.result = ScanResult(root=root)
@@ -187,43 +194,85 @@ class ScanAggregator:
         self.result.problems.append(problem)
 
     def add(self, record: Record) -> None:
+        self.add_batch([record])
+
+    def add_batch(self, records: Sequence[Record]) -> None:
+        """Fold consecutive records of the current file."""
+        if not records:
+            return
         result = self.result
-        line_number = self._line_number + 1
-        self._line_number += record.line_count
-        self._file_records += 1
-        level = record.level
-        result.levels[level or "NONE"] += 1
-        if record.logger is not None:
-            result.modules[record.logger] += 1
-        timestamp = record.timestamp_us
-        if timestamp is not None and not record.flags & Flag.PRE_CLOCK_SYNC:
-            if result.first_us is None or timestamp < result.first_us:
-                result.first_us = timestamp
-            if result.last_us is None or timestamp > result.last_us:
-                result.last_us = timestamp
-        if record.flags:
-            for name in Flag.names(record.flags):
+        levels = list(map(_LEVEL, records))
+        if None in levels:
+            result.levels.update(level or "NONE" for level in levels)
+        else:
+            result.levels.update(levels)
+        result.modules.update(filter(None, map(_LOGGER, records)))
+        flags = list(map(_FLAGS, records))
+        flagged = list(compress(range(len(records)), flags))
+        times = list(map(_TIME, records))
+        self._span(records, times, flagged)
+        for position in flagged:
+            for name in Flag.names(flags[position]):
                 result.flags[name] += 1
-        pid = record.pid if record.pid is not None else self._source.pid
-        key: object = pid if pid is not None else self._source.path
-        process = result.processes.get(key)
-        if process is None:
-            process = result.processes[key] = ProcessStats(pid, record.process_name)
-        elif not process.name and record.process_name:
-            process.name = record.process_name
-        process.records += 1
-        if timestamp is not None:
-            if process.first_us is None:
-                process.first_us = timestamp
-            process.last_us = timestamp
-        is_error = level in ERROR_LEVELS
-        if record.error_codes or is_error:
-            self._note_problem_record(record, process, pid, line_number, is_error)
-        self._window.append(record)
+        self._processes(records, times)
+        interesting = sorted(
+            set(compress(range(len(records)), map(ERROR_LEVELS.__contains__, levels)))
+            | {i for i in flagged if flags[i] & Flag.HAS_CODES}
+        )
+        first_line = self._line_number + 1
+
+        def line_of(position: int) -> Callable[[], int]:
+            return lambda: first_line + sum(map(_LINES, records[:position]))
+
+        for position in interesting:
+            self._note_problem_record(
+                records[position],
+                position,
+                records,
+                line_of(position),
+                levels[position] in ERROR_LEVELS,
+            )
+        self._line_number += sum(map(_LINES, records))
+        self._file_records += len(records)
+        self._window.extend(records)
 
     def finish(self) -> ScanResult:
         self._finish_file()
         return self.result
+
+    def _span(self, records: Sequence[Record], times: list[int | None], flagged: list[int]) -> None:
+        """The time span, leaving out times from before a device's clock sync."""
+        excluded = {i for i in flagged if records[i].flags & Flag.PRE_CLOCK_SYNC}
+        usable = [t for i, t in enumerate(times) if t is not None and i not in excluded]
+        if not usable:
+            return
+        low, high = min(usable), max(usable)
+        result = self.result
+        if result.first_us is None or low < result.first_us:
+            result.first_us = low
+        if result.last_us is None or high > result.last_us:
+            result.last_us = high
+
+    def _processes(self, records: Sequence[Record], times: list[int | None]) -> None:
+        pids = list(map(_PID, records))
+        default = self._source.pid
+        for pid in set(pids):
+            first = pids.index(pid)
+            last = len(pids) - 1 - pids[::-1].index(pid)
+            effective = pid if pid is not None else default
+            key: object = effective if effective is not None else self._source.path
+            process = self.result.processes.get(key)
+            name = records[first].process_name
+            if process is None:
+                process = self.result.processes[key] = ProcessStats(effective, name)
+            elif not process.name and name:
+                process.name = name
+            process.records += pids.count(pid)
+            first_time = next((t for t in times[first : last + 1] if t is not None), None)
+            if first_time is not None and process.first_us is None:
+                process.first_us = first_time
+            if times[last] is not None:
+                process.last_us = times[last]
 
     def _finish_file(self) -> None:
         if self._file_records:
@@ -235,11 +284,16 @@ class ScanAggregator:
     def _note_problem_record(
         self,
         record: Record,
-        process: ProcessStats,
-        pid: int | None,
-        line_number: int,
+        position: int,
+        records: Sequence[Record],
+        line_number: Callable[[], int],
         is_error: bool,
     ) -> None:
+        """Codes, devices and the first error of the record's process. The line number is
+        worked out only for a first error (summing line counts is not free)."""
+        pid = record.pid if record.pid is not None else self._source.pid
+        key: object = pid if pid is not None else self._source.path
+        process = self.result.processes[key]
         device = record.device if record.device is not None else self._source.device
         if device is not None:
             self.result.devices.add(device)
@@ -267,23 +321,36 @@ class ScanAggregator:
                     pid=pid,
                     process_name=process.name,
                     path=self._source.path,
-                    line_number=line_number,
+                    line_number=line_number(),
                     timestamp_us=record.timestamp_us,
                     module=record.logger,
                     codes=list(record.error_codes),
                     message=record.message,
                     original=record.original,
-                    context=self._context(),
+                    context=self._context(position, records),
                 )
             )
 
-    def _context(self) -> list[str]:
+    def _context(self, position: int, records: Sequence[Record]) -> list[str]:
+        if not self._context_lines:
+            return []
         lines: list[str] = []
-        for previous in reversed(self._window):
-            lines[:0] = previous.original.split("\n")
+        previous = list(self._window) + list(
+            records[max(0, position - self._context_lines) : position]
+        )
+        for record in reversed(previous):
+            lines[:0] = record.original.split("\n")
             if len(lines) >= self._context_lines:
                 break
-        return lines[-self._context_lines :] if self._context_lines else []
+        return lines[-self._context_lines :]
+
+
+_LEVEL = attrgetter("level")
+_LOGGER = attrgetter("logger")
+_FLAGS = attrgetter("flags")
+_TIME = attrgetter("timestamp_us")
+_PID = attrgetter("pid")
+_LINES = attrgetter("line_count")
 
 
 def _iso(epoch_us: int | None) -> str | None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import tzinfo
-
-import textwrap
 
 from npuwatch.analysis.findings import Verdict, describe, group, place, verdict
 from npuwatch.analysis.scan import ScanResult
@@ -72,9 +71,7 @@ def _verdict_line(first: Verdict, zone: tzinfo, palette: Palette) -> str:
         if first.symptoms_after
         else ""
     )
-    advice = textwrap.fill(
-        event.rule.spec.advice, 96, initial_indent="  ", subsequent_indent="  "
-    )
+    advice = textwrap.fill(event.rule.spec.advice, 96, initial_indent="  ", subsequent_indent="  ")
     return (
         palette.bold("Most likely first failure: ")
         + palette.level("ERROR", event.rule.spec.title)

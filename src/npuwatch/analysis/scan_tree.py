@@ -43,17 +43,14 @@ def scan_tree(
             aggregator.start_file(parser.source, size)
             stream = engine.stream(parser.source) if engine is not None else None
             offset = 0
-            add = aggregator.add
             for chunk in read_chunks(path):
                 records = parser.feed(chunk, offset)
-                for record in records:
-                    add(record)
+                aggregator.add_batch(records)
                 if engine is not None and stream is not None:
                     engine.process(records, stream, chunk)
                 offset += len(chunk)
             records = parser.flush()
-            for record in records:
-                add(record)
+            aggregator.add_batch(records)
             if engine is not None and stream is not None:
                 engine.process(records, stream)
                 stream.close()

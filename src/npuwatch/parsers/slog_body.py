@@ -183,7 +183,9 @@ def _apply(record: Record, match: re.Match[str]) -> None:
         elif name == "line":
             record.origin_line = int(value)
         elif name == "tag":
-            record.tags = [value] if record.tags is None else [*record.tags, value]
+            # Read through vars(): reading an unset body field would derive the fields now.
+            tags = vars(record).get("tags")
+            record.tags = [value] if tags is None else [*tags, value]
         elif name == "rank":
             record.rank = int(value)
         elif name == "device":
@@ -196,7 +198,8 @@ def _set_message(record: Record, message: str) -> None:
         match = _TAGS.match(message)
         if match is not None:
             tags = _TAG_SPLIT.findall(match[1])
-            record.tags = tags if record.tags is None else record.tags + tags
+            earlier = vars(record).get("tags")
+            record.tags = tags if earlier is None else earlier + tags
             message = message[match.end() :]
     elif message[:1] == " ":
         message = message[1:]

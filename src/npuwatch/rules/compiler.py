@@ -23,11 +23,30 @@ Extractor = Callable[[Record], dict[str, str]]
 IndexKey = tuple[str, Any]
 
 _CODE = re.compile(r"^[EW][0-9A-Z][0-9]{4}$")
-_RARE_LEVELS = {"ERROR": 10, "CRITICAL": 2, "EXCEPTION": 2, "FATAL": 2, "WARNING": 20,
-                "EVENT": 30, "TRACE": 5, "OPLOG": 5, "NULL": 5}
-_KEY_COSTS = {"code": 1, "runtime": 1, "framework": 1, "code_prefix": 3, "any_code": 5,
-              "any_runtime": 5, "any_framework": 5, "flag": 5, "literal": 60, "module": 100,
-              "kind": 300}
+_RARE_LEVELS = {
+    "ERROR": 10,
+    "CRITICAL": 2,
+    "EXCEPTION": 2,
+    "FATAL": 2,
+    "WARNING": 20,
+    "EVENT": 30,
+    "TRACE": 5,
+    "OPLOG": 5,
+    "NULL": 5,
+}
+_KEY_COSTS = {
+    "code": 1,
+    "runtime": 1,
+    "framework": 1,
+    "code_prefix": 3,
+    "any_code": 5,
+    "any_runtime": 5,
+    "any_framework": 5,
+    "flag": 5,
+    "literal": 60,
+    "module": 100,
+    "kind": 300,
+}
 
 
 class CompileError(ValueError):
@@ -47,8 +66,16 @@ class Compiled:
     """The keys say all the condition says: a record found through them needs no test."""
 
 
-_EXACT_FIELDS = {"log.level", "log.logger", "ascend.format", "ascend.kind", "error.code",
-                 "ascend.error_codes", "ascend.runtime_codes", "ascend.framework_code"}
+_EXACT_FIELDS = {
+    "log.level",
+    "log.logger",
+    "ascend.format",
+    "ascend.kind",
+    "error.code",
+    "ascend.error_codes",
+    "ascend.runtime_codes",
+    "ascend.framework_code",
+}
 
 
 def compile_condition(node: Node, extractor: Extractor | None = None) -> Compiled:
@@ -144,21 +171,25 @@ def _exact_comparison(node: Comparison, extractor: Extractor | None) -> Predicat
         if extractor is None:
             raise CompileError(
                 f"{node.field} needs an 'extract' pattern with a group named "
-                f"{name[len(EXTRACTED_PREFIX):]!r}",
+                f"{name[len(EXTRACTED_PREFIX) :]!r}",
                 node.loc,
             )
         group = name[len(EXTRACTED_PREFIX) :]
         extract = extractor
 
-        def getter(record: Record) -> Any:
+        def extracted(record: Record) -> Any:
             return _number_or_text(extract(record).get(group))
 
+        getter: Callable[[Record], Any] = extracted
         kind = "any"
     else:
         spec = FIELDS[name]
         getter, kind = spec.getter, spec.kind
     if node.op == "contains" and name in (
-        "event.original", "ascend.text", "ascend.lowered_text", "message"
+        "event.original",
+        "ascend.text",
+        "ascend.lowered_text",
+        "message",
     ):
         # The hot case of a plan (a literal in the raw text): one call instead of three.
         text, read = str(node.values[0]), getter
@@ -280,7 +311,7 @@ def _comparison_keys(node: Comparison) -> frozenset[IndexKey] | None:
     name = resolve_field(node.field)
     op, values = node.op, node.values
     if name in ("error.code", "ascend.error_codes"):
-        if op == "==" or op == "in":
+        if op in {"==", "in"}:
             return frozenset(("code", str(v)) for v in values)
         if op == "range" and str(values[0])[:2] == str(values[1])[:2]:
             return frozenset({("code_prefix", str(values[0])[:2])})
@@ -299,8 +330,12 @@ def _comparison_keys(node: Comparison) -> frozenset[IndexKey] | None:
         if op in ("==", "in"):
             return frozenset(("framework", str(v)) for v in values)
         return None if op == "!=" else frozenset({("any_framework", None)})
-    simple = {"log.level": "level", "log.logger": "module", "ascend.format": "format",
-              "ascend.kind": "kind"}
+    simple = {
+        "log.level": "level",
+        "log.logger": "module",
+        "ascend.format": "format",
+        "ascend.kind": "kind",
+    }
     if name in simple and op in ("==", "in"):
         return frozenset((simple[name], str(v)) for v in values)
     if name == "ascend.flags" and op in ("==", "in"):
@@ -322,7 +357,7 @@ def required_literal(pattern: str) -> str | None:
     try:
         from re import _parser as sre_parse  # type: ignore[attr-defined]  # noqa: PLC0415
     except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]  # noqa: PLC0415
+        import sre_parse  # noqa: PLC0415
     try:
         parsed = sre_parse.parse(pattern)
     except re.error:

@@ -17,7 +17,7 @@ one step; threshold state carries over for the rules that remain (by id).
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, contains, or_
 from typing import Any
@@ -25,7 +25,7 @@ from typing import Any
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.events import Event
 from npuwatch.rules.index import Entry, Plan, PlanKey, RuleIndex, build_index
-from npuwatch.rules.loader import RuleSet
+from npuwatch.rules.loader import RuleLoadError, RuleSet
 from npuwatch.rules.model import Rule
 
 _US = 1_000_000
@@ -79,6 +79,16 @@ class RuleEngine:
 
     def stream(self, source: SourceInfo | None = None) -> RuleStream:
         return RuleStream(source, self._index.max_before)
+
+    def reload(self, load: Callable[[], RuleSet]) -> list[str]:
+        """Load a new rule set with `load` and swap it in; when loading fails, the rules in
+        force keep running and the problems are returned (the agent logs them)."""
+        try:
+            ruleset = load()
+        except RuleLoadError as error:
+            return [str(problem) for problem in error.problems]
+        self.replace(ruleset)
+        return []
 
     def replace(self, ruleset: RuleSet) -> None:
         """Swap in a new rule set at once; threshold state of rules that remain is kept."""
@@ -270,8 +280,10 @@ class RuleEngine:
         dedupe_key = (rule.id, *(getter(record) for getter in index.dedupe_getters[rule]))
         held = self._open.get(dedupe_key)
         timestamp = record.timestamp_us
-        if held is not None and window > 0 and (
-            timestamp is None or held.first_us is None or timestamp <= held.first_us + window
+        if (
+            held is not None
+            and window > 0
+            and (timestamp is None or held.first_us is None or timestamp <= held.first_us + window)
         ):
             held.count += 1
             if timestamp is not None:
@@ -297,8 +309,9 @@ class RuleEngine:
     ) -> None:
         still: list[tuple[Event, int]] = []
         waiting = [(event, needed, 0) for event, needed in stream.pending]
-        waiting += [(event, event.rule.spec.context.after, position + 1)
-                    for event, position in new_pending]
+        waiting += [
+            (event, event.rule.spec.context.after, position + 1) for event, position in new_pending
+        ]
         for event, needed, start in waiting:
             taken = [record.original for record in records[start : start + needed]]
             event.after.extend(taken)

@@ -17,7 +17,9 @@ class ExampleFailure:
 
     def __str__(self) -> str:
         wanted = "should match but does not" if self.expected_match else "matches but should not"
-        text = self.example.text if len(self.example.text) < 160 else self.example.text[:157] + "..."
+        text = (
+            self.example.text if len(self.example.text) < 160 else self.example.text[:157] + "..."
+        )
         return f"{self.rule.origin}: rule {self.rule.id}: example {wanted}: {text}"
 
 
@@ -26,9 +28,7 @@ def example_matches(rule: Rule, example: Example) -> bool:
 
     Thresholds and dedupe are not part of this: the example tests the condition.
     """
-    records = parse_bytes(
-        example.text.encode("utf-8"), LocalClock(timezone.utc), path=example.path
-    )
+    records = parse_bytes(example.text.encode("utf-8"), LocalClock(timezone.utc), path=example.path)
     return any(rule.predicate(record) for record in records)
 
 
@@ -37,8 +37,10 @@ def run_examples(rules: list[Rule]) -> tuple[int, list[ExampleFailure]]:
     failures: list[ExampleFailure] = []
     count = 0
     for rule in rules:
-        for expected, examples in ((True, rule.spec.examples.match),
-                                   (False, rule.spec.examples.no_match)):
+        for expected, examples in (
+            (True, rule.spec.examples.match),
+            (False, rule.spec.examples.no_match),
+        ):
             for example in examples:
                 count += 1
                 if example_matches(rule, example) != expected:

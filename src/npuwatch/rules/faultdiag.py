@@ -21,8 +21,12 @@ from typing import Any
 import yaml
 
 _SEVERITY = {"hardware": "critical", "network": "error", "software": "error", "user": "error"}
-_CATEGORY = {"hardware": "device", "network": "communication", "software": "error",
-             "user": "config"}
+_CATEGORY = {
+    "hardware": "device",
+    "network": "communication",
+    "software": "error",
+    "user": "config",
+}
 
 
 def convert_faultdiag(source: Path) -> tuple[str, int]:

@@ -82,11 +82,12 @@ def _build() -> pp.ParserElement:
     value_list = pp.Group(
         pp.Suppress("[") + pp.Optional(pp.DelimitedList(value)) + pp.Suppress("]")
     ).set_name("[list]")
+
     def tail(expression: pp.ParserElement, op: str) -> pp.ParserElement:
         def action(text: str, loc: int, tokens: pp.ParseResults) -> Any:
             if op == "in":
                 operand = tokens[0]
-                if tokens.get("range") is not None:
+                if "range" in tokens:
                     return [("range", (operand[0], operand[1]), "")]
                 return [("in", tuple(operand), "")]
             if op == "~":
@@ -124,7 +125,7 @@ def _build() -> pp.ParserElement:
     def combine(kind: type[And] | type[Or]) -> Any:
         def action(text: str, loc: int, tokens: pp.ParseResults) -> Node:
             operands = tuple(tokens[0][0::2])
-            return kind(operands, loc)  # type: ignore[arg-type]
+            return kind(operands, loc)
 
         return action
 
@@ -150,10 +151,32 @@ def parse_condition(text: str) -> Node:
     try:
         result = _CONDITION.parse_string(text, parse_all=True)
     except pp.ParseException as error:
-        raise ConditionSyntaxError(_explain(text, error), error.lineno, error.col) from None
+        line, column = error.lineno, error.col
+        unclosed = _unclosed_parenthesis(text)
+        if unclosed is not None:
+            line = text.count("\n", 0, unclosed) + 1
+            column = unclosed - (text.rfind("\n", 0, unclosed) + 1) + 1
+        raise ConditionSyntaxError(_explain(text, error), line, column) from None
     node = result[0]
     assert isinstance(node, Comparison | Not | And | Or)
     return node
+
+
+def _unclosed_parenthesis(text: str) -> int | None:
+    """The offset of the first '(' that is never closed (outside quotes and regexes)."""
+    stack: list[int] = []
+    quote = ""
+    for offset, char in enumerate(text):
+        if quote:
+            if char == quote and text[offset - 1] != "\\":
+                quote = ""
+        elif char in "\"'/":
+            quote = char
+        elif char == "(":
+            stack.append(offset)
+        elif char == ")" and stack:
+            stack.pop()
+    return stack[0] if stack else None
 
 
 _COMPARISON_HINT = "a comparison such as 'log.level == ERROR'"
@@ -165,7 +188,7 @@ def _explain(text: str, error: pp.ParseException) -> str:
     where = f"found {found!r}" if found else "found the end of the condition"
     message = str(error.msg)
     dangling = re.fullmatch(r"\s*(and|or|not)\b(.*)", rest, re.DOTALL)
-    if text.count("(") > text.count(")"):
+    if _unclosed_parenthesis(text) is not None:
         return "a '(' is not closed: expected ')'"
     if dangling is not None and not dangling[2].strip():
         return f"expected {_COMPARISON_HINT} after '{dangling[1]}'"

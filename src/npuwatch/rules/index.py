@@ -150,7 +150,6 @@ def build_index(ruleset: RuleSet) -> RuleIndex:
         "kind": index.by_dimension[3],
         "literal": index.by_literal,
     }
-    dimension_keys = {"level", "module", "format", "kind"}
     for rule in rules:
         spec = rule.spec
         index.group_getters[rule] = tuple(

@@ -63,7 +63,9 @@ def rule_files(locations: Iterable[Path]) -> list[Path]:
     for location in locations:
         if location.is_dir():
             files.extend(
-                sorted(p for p in location.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+                sorted(
+                    p for p in location.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
+                )
             )
         else:
             files.append(location)
@@ -126,13 +128,19 @@ def load_pack(path: Path) -> tuple[PackSpec | None, list[Rule], list[Problem]]:
     for index, spec in enumerate(pack.rules):
         node = _node_at(document, ("rules", index))
         if spec.id in seen:
-            problems.append(_at(name, _node_at(document, ("rules", index, "id")),
-                                f"rule id {spec.id!r} appears twice in this pack"))
+            problems.append(
+                _at(
+                    name,
+                    _node_at(document, ("rules", index, "id")),
+                    f"rule id {spec.id!r} appears twice in this pack",
+                )
+            )
             continue
         seen.add(spec.id)
         line = node.start_mark.line + 1 if node is not None else 1
-        rule, problem = compile_rule(spec, pack.pack, f"{name}:{line}", name,
-                                     _node_at(document, ("rules", index)), text)
+        rule, problem = compile_rule(
+            spec, pack.pack, f"{name}:{line}", name, _node_at(document, ("rules", index)), text
+        )
         if problem is not None:
             problems.append(problem)
         elif rule is not None:
@@ -158,16 +166,21 @@ def compile_rule(
             return None, _at(path, where, f"rule {spec.id}: bad extract pattern: {error}")
         if not pattern.groupindex:
             where = _child(node, ("extract", index))
-            return None, _at(path, where, f"rule {spec.id}: an extract pattern needs named groups "
-                                          "such as (?P<rank>\\d+)")
+            return None, _at(
+                path,
+                where,
+                f"rule {spec.id}: an extract pattern needs named groups such as (?P<rank>\\d+)",
+            )
         patterns.append(pattern)
     extractor = _extractor(tuple(patterns)) if patterns else None
     when_node = _child(node, ("when",))
     try:
-        node = parse_condition(spec.when)
-        compiled = compile_condition(node, extractor)
+        condition = parse_condition(spec.when)
+        compiled = compile_condition(condition, extractor)
     except ConditionSyntaxError as error:
-        return None, _in_condition(path, when_node, text, spec, error.line, error.column, str(error))
+        return None, _in_condition(
+            path, when_node, text, spec, error.line, error.column, str(error)
+        )
     except CompileError as error:
         line = spec.when.count("\n", 0, error.loc) + 1
         column = error.loc - (spec.when.rfind("\n", 0, error.loc) + 1) + 1
@@ -181,7 +194,7 @@ def compile_rule(
         extractor,
         tuple(patterns),
         compiled.exact,
-        node,
+        condition,
     )
     return rule, None
 
@@ -215,17 +228,31 @@ def _in_condition(
     start = node.start_mark
     style = getattr(node, "style", None)
     if style in ("|", ">"):
-        content_line = start.line + line  # the block's first content line follows the indicator
-        source_lines = text.splitlines()
-        indent = 0
-        if content_line < len(source_lines):
-            row = source_lines[content_line]
-            indent = len(row) - len(row.lstrip(" "))
-        return Problem(path, content_line + 1, indent + column, detail)
+        offset = sum(len(row) + 1 for row in spec.when.split("\n")[: line - 1]) + column - 1
+        file_line, file_column = _block_position(text, node, offset)
+        return Problem(path, file_line, file_column, detail)
     offset = 1 if style in ("'", '"') else 0
     if line == 1:
         return Problem(path, start.line + 1, start.column + 1 + offset + column - 1, detail)
     return Problem(path, start.line + line, column, detail)
+
+
+def _block_position(text: str, node: yaml.Node, offset: int) -> tuple[int, int]:
+    """File line and column of `offset` in the value of a block scalar (`|` or `>`): both
+    styles join the content lines with one character, a newline or a space."""
+    rows = text.splitlines()[node.start_mark.line + 1 : node.end_mark.line + 1]
+    position = 0
+    last = (node.start_mark.line + 1, 1)
+    for number, row in enumerate(rows, start=node.start_mark.line + 2):
+        body = row.strip()
+        if not body:
+            continue
+        indent = len(row) - len(row.lstrip(" "))
+        last = (number, indent + 1 + len(body))
+        if offset <= position + len(body):
+            return number, indent + 1 + (offset - position)
+        position += len(body) + 1
+    return last
 
 
 def _validation_problem(path: str, document: yaml.Node | None, item: Any) -> Problem:

@@ -1,25 +1,25 @@
 """What a rule pack file may say (pydantic, `extra="forbid"`), and the compiled rule.
 
-    pack: hccl-timeouts
-    description: Timeouts in collective communication.
-    disable: [cann.generic.error]        # switch off rules of other packs by id
-    rules:
-      - id: hccl.notify-wait-timeout
-        title: HCCL notify wait timed out
-        when: error.code == EI0002 or (log.logger == HCCL and message contains "notify wait")
-        severity: error                   # critical, error, warning, info
-        layer: communication
-        category: timeout
-        advice: Find the rank named as remote rank; its own first error is the cause.
-        extract: ['remote rank\\[(?P<remote_rank>\\d+)\\]']
-        threshold: {count: 3, within: 60s, by: [process.pid]}
-        context: {before: 50, after: 5}
-        dedupe: {within: 60s, by: [host.name, process.pid]}
-        symptom: true                     # usually a consequence of a failure elsewhere
-        fallback: 0                       # 1, 2: fire only when no rule of a lower tier matched
-        examples:
-          match: ['EI0002: [PID: 41] 2025-09-14-09:37:31.402.000 The wait execution ...']
-          no_match: ['[INFO] HCCL(1,p):2025-01-01-00:00:00.000.000 [a.cc:1] [1]all good']
+pack: hccl-timeouts
+description: Timeouts in collective communication.
+disable: [cann.generic.error]        # switch off rules of other packs by id
+rules:
+  - id: hccl.notify-wait-timeout
+    title: HCCL notify wait timed out
+    when: error.code == EI0002 or (log.logger == HCCL and message contains "notify wait")
+    severity: error                   # critical, error, warning, info
+    layer: communication
+    category: timeout
+    advice: Find the rank named as remote rank; its own first error is the cause.
+    extract: ['remote rank\\[(?P<remote_rank>\\d+)\\]']
+    threshold: {count: 3, within: 60s, by: [process.pid]}
+    context: {before: 50, after: 5}
+    dedupe: {within: 60s, by: [host.name, process.pid]}
+    symptom: true                     # usually a consequence of a failure elsewhere
+    fallback: 0                       # 1, 2: fire only when no rule of a lower tier matched
+    examples:
+      match: ['EI0002: [PID: 41] 2025-09-14-09:37:31.402.000 The wait execution ...']
+      no_match: ['[INFO] HCCL(1,p):2025-01-01-00:00:00.000.000 [a.cc:1] [1]all good']
 """
 
 from __future__ import annotations

@@ -1,0 +1,220 @@
+"""The engine: which rules fire, thresholds, dedupe, context, hot reload."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from npuwatch.parsers import StreamParser
+from npuwatch.records import LogRecord, Record
+from npuwatch.rules.engine import RuleEngine
+from npuwatch.rules.loader import DEFAULT_PACKS, RuleSet, load_rules
+from tests.conftest import utc_clock
+
+PLOG = "/root/ascend/log/debug/plog/plog-3300_20250914093300120.log"
+
+
+def line(level: str, module: str, second: int, text: str, pid: int = 3300) -> str:
+    return f"[{level}] {module}({pid},python3):2025-09-14-09:37:{second:02d}.000.000 [a.cc:1] [{pid}]{text}"
+
+
+def records_of(lines: list[str], path: str = PLOG) -> tuple[list[Record], StreamParser]:
+    parser = StreamParser(utc_clock(), path=path)
+    data = ("\n".join(lines) + "\n").encode()
+    return parser.feed(data) + parser.flush(), parser
+
+
+def pack(tmp_path: Path, rules: str, name: str = "test") -> RuleSet:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"pack: {name}\nrules:\n" + textwrap.indent(textwrap.dedent(rules), "  "))
+    return load_rules([path])
+
+
+def run(engine: RuleEngine, lines: list[str], path: str = PLOG, batch: int = 0):  # type: ignore[no-untyped-def]
+    records, parser = records_of(lines, path)
+    stream = engine.stream(parser.source)
+    step = batch or len(records) or 1
+    for start in range(0, len(records), step):
+        engine.process(records[start : start + step], stream)
+    stream.close()
+    return engine.flush()
+
+
+RULE = """\
+- id: t.{name}
+  title: {name}
+  when: {when}
+  severity: {severity}
+  layer: runtime
+  category: {category}
+  advice: check
+  examples: {{match: ["x"]}}
+"""
+
+
+def rule(
+    name: str, when: str, severity: str = "error", category: str = "error", **extra: str
+) -> str:
+    text = RULE.format(name=name, when=when, severity=severity, category=category)
+    for key, value in extra.items():
+        text += f"  {key}: {value}\n"
+    return text
+
+
+def test_the_most_specific_tier_wins_and_only_it_fires() -> None:
+    engine = RuleEngine(load_rules([DEFAULT_PACKS]))
+    events = run(engine, [line("ERROR", "HCCL", 1, "notify wait timeout, remote rank[6], EI0002")])
+    assert [event.rule.id for event in events] == ["hccl.notify-wait-timeout"]
+    assert events[0].fields == {"remote_rank": "6"}
+
+
+def test_a_threshold_fires_at_the_count_within_the_window_per_group(tmp_path: Path) -> None:
+    rules = pack(
+        tmp_path,
+        rule(
+            "retry",
+            "log.level == WARNING and message contains retry",
+            threshold="{count: 3, within: 60s, by: [process.pid]}",
+        ),
+    )
+    engine = RuleEngine(rules)
+    spread = [line("WARNING", "HCCP", s, "retry") for s in (0, 40)] + [
+        line("WARNING", "HCCP", 50, "retry", pid=1)  # another process: another group
+    ]
+    assert run(engine, spread) == []
+    burst = [line("WARNING", "HCCP", s, "retry") for s in (0, 10, 20)]
+    (event,) = run(RuleEngine(rules), burst)
+    assert event.trigger.message == "retry" and event.first_us == event.trigger.timestamp_us
+
+
+def test_matches_within_the_dedupe_window_are_counted_on_one_event(tmp_path: Path) -> None:
+    rules = pack(
+        tmp_path, rule("err", "log.level == ERROR", dedupe="{within: 30s, by: [process.pid]}")
+    )
+    lines = [line("ERROR", "GE", s, "x") for s in (0, 5, 29)]
+    lines += [line("ERROR", "GE", 40, "later"), line("ERROR", "GE", 41, "y", pid=7)]
+    events = run(RuleEngine(rules), lines)
+    assert [(e.count, e.pid) for e in events] == [(3, 3300), (1, 3300), (1, 7)]
+    assert events[0].last_us - events[0].first_us == 29_000_000
+
+
+def test_context_before_and_after_spans_batches(tmp_path: Path) -> None:
+    rules = pack(tmp_path, rule("err", "log.level == ERROR", context="{before: 3, after: 2}"))
+    lines = [line("INFO", "GE", s, f"info {s}") for s in range(5)]
+    lines += [line("ERROR", "GE", 5, "boom")] + [
+        line("INFO", "GE", 6 + s, f"after {s}") for s in range(3)
+    ]
+    (event,) = run(RuleEngine(rules), lines, batch=4)
+    assert [text.rsplit("]", 1)[1] for text in event.before] == ["info 2", "info 3", "info 4"]
+    assert [text.rsplit("]", 1)[1] for text in event.after] == ["after 0", "after 1"]
+
+
+def test_events_wait_for_their_window_in_log_time_then_drain(tmp_path: Path) -> None:
+    rules = pack(
+        tmp_path,
+        rule("err", "log.level == ERROR", context="{before: 0, after: 0}", dedupe="{within: 60s}"),
+    )
+    engine = RuleEngine(rules)
+    records, parser = records_of([line("ERROR", "GE", 0, "x"), line("INFO", "GE", 30, "y")])
+    stream = engine.stream(parser.source)
+    engine.process(records, stream)
+    assert engine.drain() == []
+    later, _ = records_of([line("INFO", "GE", 0, "z").replace("09:37:00", "09:39:00")])
+    engine.process(later, stream)
+    assert [event.trigger.message for event in engine.drain()] == ["x"]
+
+
+def test_counting_rules_tally_a_flood_per_batch(tmp_path: Path) -> None:
+    rules = pack(
+        tmp_path,
+        rule(
+            "flood",
+            "log.level == DEBUG",
+            severity="warning",
+            threshold="{count: 100, within: 10m, by: [host.name]}",
+            dedupe="{within: 1h, by: [host.name]}",
+        ),
+    )
+    engine = RuleEngine(rules)
+    lines = [line("DEBUG", "RUNTIME", s % 60, "d") for s in range(250)]
+    (event,) = run(engine, lines, batch=40)
+    assert engine.match_counts["t.flood"] == 250
+    assert event.count == 2  # reached at 120 and again at 240 records, within one dedupe window
+
+
+def test_literal_rules_find_their_records_with_or_without_the_raw_batch(tmp_path: Path) -> None:
+    rules = pack(
+        tmp_path, rule("lit", "log.logger == GE and event.original contains 'ompile graph'")
+    )
+    assert ("literal", ("ompile graph", False)) in rules.rules[0].keys  # type: ignore[operator]
+    lines = [line("INFO", "GE", 0, "nothing"), line("INFO", "GE", 1, "Compile graph 3 done")]
+    records, parser = records_of(lines)
+    for raw in (None, ("\n".join(lines) + "\n").encode()):
+        engine = RuleEngine(rules)
+        engine.process(records, engine.stream(parser.source), raw)
+        assert [e.trigger.message for e in engine.flush()] == ["Compile graph 3 done"]
+
+
+def test_rules_reach_records_of_other_formats(tmp_path: Path) -> None:
+    rules = pack(tmp_path, rule("wd", "ascend.format == c10 and message ~ /watchdog/i"))
+    events = run(RuleEngine(rules), ["[rank3]:[E914 09:37:31.1 c.ts:1] Watchdog caught a timeout"])
+    assert [event.rank for event in events] == [3]
+
+
+def test_a_rule_for_another_module_is_not_in_the_plan(tmp_path: Path) -> None:
+    rules = pack(tmp_path, rule("hccl", "log.level == ERROR and log.logger == HCCL"))
+    engine = RuleEngine(rules)
+    index = engine._index
+    assert index.plan(("ERROR", "RUNTIME", "slog", "plog")).entries == ()
+    ((found, test),) = index.plan(("ERROR", "HCCL", "slog", "plog")).entries
+    assert found.id == "t.hccl" and test is None  # the plan key proves the whole condition
+
+
+def test_events_are_records_with_rule_fields_that_satisfy_the_schema() -> None:
+    engine = RuleEngine(load_rules([DEFAULT_PACKS]))
+    (event,) = run(engine, [line("ERROR", "RUNTIME", 1, "there is an aicore error exception")])
+    document = event.to_document()
+    LogRecord.model_validate(document)
+    assert document["event"]["kind"] == "alert"
+    assert document["rule"]["id"] == "device.aicore-exception"
+    assert document["ascend"]["finding"]["advice"].startswith("An operator crashed")
+
+
+def test_reload_swaps_rules_and_a_broken_pack_keeps_the_old_ones(tmp_path: Path) -> None:
+    first = pack(tmp_path, rule("a", "log.level == ERROR"), name="first")
+    engine = RuleEngine(first)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("pack: broken\nrules:\n  - id: x\n    when: log.level ==\n")
+    problems = engine.reload(lambda: load_rules([broken]))
+    assert problems and [rule.id for rule in engine.rules] == ["t.a"]
+    second = pack(tmp_path, rule("b", "log.level == WARNING"), name="second")
+    assert engine.reload(lambda: second) == []
+    assert [rule.id for rule in engine.rules] == ["t.b"]
+    assert [e.rule.id for e in run(engine, [line("WARNING", "GE", 1, "w")])] == ["t.b"]
+
+
+def test_threshold_state_survives_a_reload_for_rules_that_remain(tmp_path: Path) -> None:
+    text = rule("retry", "log.level == WARNING", threshold="{count: 2, within: 60s}")
+    engine = RuleEngine(pack(tmp_path, text))
+    records, parser = records_of([line("WARNING", "GE", 1, "w")])
+    stream = engine.stream(parser.source)
+    engine.process(records, stream)
+    engine.replace(pack(tmp_path, text, name="again"))
+    more, _ = records_of([line("WARNING", "GE", 2, "w")])
+    engine.process(more, stream)
+    assert len(engine.flush()) == 1
+
+
+@pytest.mark.parametrize("batch", [1, 3, 1000])
+def test_batch_size_does_not_change_the_events(batch: int) -> None:
+    lines = [line("INFO", "GE", s, "i") for s in range(6)] + [
+        line("ERROR", "RUNTIME", 7, "there is an aicore error exception"),
+        line("ERROR", "HCCL", 8, "notify wait timeout EI0002"),
+    ]
+    events = run(RuleEngine(load_rules([DEFAULT_PACKS])), lines, batch=batch)
+    assert [(e.rule.id, len(e.before), len(e.after)) for e in events] == [
+        ("device.aicore-exception", 6, 1),
+        ("hccl.notify-wait-timeout", 7, 0),
+    ]
