@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_tree import write_tree
-from npuwatch.collector.files import read_chunks
+from npuwatch.collector.files import CHUNK_BYTES, line_chunks, read_chunks
 from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.parsers import LocalClock, StreamParser, first_pass
 from npuwatch.parsers.first_pass import scan_chunk_python
@@ -43,16 +43,28 @@ def files_of(root: Path) -> list[tuple[str, bytes]]:
 
 
 def parse_all(files: list[tuple[str, bytes]], derive: bool) -> int:
+    """Parse data already in memory, in the 4 MiB chunks the commands read."""
     clock = LocalClock(timezone.utc)
     records = 0
     for path, data in files:
         parser = StreamParser(clock, path=path)
-        parsed = parser.feed(data) + parser.flush()
-        if derive:
-            for record in parsed:
-                record.message  # noqa: B018 - derives all body fields
-        records += len(parsed)
+        offset = 0
+        for chunk in line_chunks(
+            data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)
+        ):
+            parsed = parser.feed(chunk, offset)
+            offset += len(chunk)
+            if derive:
+                for record in parsed:
+                    record.message  # noqa: B018 - derives all body fields
+            records += len(parsed)
+        records += len(parser.flush())
     return records
+
+
+def best_of(runs: int, function, *args) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    """The fastest of several runs: this VM's timings vary by 10 % and more between runs."""
+    return min((timed(function, *args) for _ in range(runs)), key=lambda result: result[0])
 
 
 def timed(function, *args) -> tuple[float, object]:  # type: ignore[no-untyped-def]
@@ -66,17 +78,17 @@ def read_and_parse(files: list[Path], engine: RuleEngine | None) -> int:
     clock = LocalClock(timezone.utc)
     events = 0
     for path in files:
-        parser = StreamParser(clock, path=str(path))
+        parser = StreamParser(clock, path=str(path), batch_index=engine is not None)
         stream = engine.stream(parser.source) if engine is not None else None
         offset = 0
         for chunk in read_chunks(path):
             records = parser.feed(chunk, offset)
             offset += len(chunk)
             if engine is not None and stream is not None:
-                engine.process(records, stream, chunk)
+                engine.process(records, stream, chunk, parser.last_batch)
         records = parser.flush()
         if engine is not None and stream is not None:
-            engine.process(records, stream)
+            engine.process(records, stream, hints=parser.last_batch)
             stream.close()
     if engine is not None:
         events = len(engine.flush())
@@ -146,7 +158,7 @@ def main() -> None:
         )
         print(f"python {sys.version.split()[0]}, one core of {os.cpu_count()}")
 
-        seconds, records = timed(parse_all, files, False)
+        seconds, records = best_of(3, parse_all, files, False)
         report("(a)  parse into records in memory", lines, size, seconds, f", {records:,} records")
         seconds, _ = timed(parse_all, files, True)
         report("(a2) parse and derive every body field", lines, size, seconds)
@@ -191,7 +203,7 @@ def main() -> None:
 
         stream.scan_chunk = scan_chunk_python  # type: ignore[assignment]
         try:
-            seconds, _ = timed(parse_all, files, False)
+            seconds, _ = best_of(3, parse_all, files, False)
         finally:
             stream.scan_chunk = first_pass_in_use  # type: ignore[assignment]
         report("(a)  without the C first pass (pure Python)", lines, size, seconds)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -254,6 +254,14 @@ class Record:
             ascend["file"] = file_info
         doc["ascend"] = ascend
         return doc
+
+
+class BatchIndex(NamedTuple):
+    """What a parser learns about a batch of records in passing, so that the rule engine need
+    not read every record again: each record's level, and where the records with flags are."""
+
+    levels: list[str | None]
+    flagged: list[int]
 
 
 @dataclass(frozen=True)

@@ -218,3 +218,24 @@ def test_batch_size_does_not_change_the_events(batch: int) -> None:
         ("device.aicore-exception", 6, 1),
         ("hccl.notify-wait-timeout", 7, 0),
     ]
+
+
+def test_the_parsers_batch_index_gives_the_same_events_as_reading_the_records() -> None:
+    lines = [line("DEBUG", "GE", s % 60, "d") for s in range(30)]
+    lines += [line("ERROR", "HCCL", 40, "notify wait timeout EI0002"), "  continuation"]
+    lines += ["[rank3]:[E914 09:37:45.1 c.ts:1] Watchdog caught a timeout"]
+    data = ("\n".join(lines) + "\n").encode()
+    outcomes = []
+    for indexed in (False, True):
+        parser = StreamParser(utc_clock(), path=PLOG, batch_index=indexed)
+        engine = RuleEngine(load_rules([DEFAULT_PACKS]))
+        stream = engine.stream(parser.source)
+        records = parser.feed(data)
+        if indexed:
+            assert parser.last_batch.levels == [r.level for r in records]
+            assert parser.last_batch.flagged == [i for i, r in enumerate(records) if r.flags]
+        engine.process(records, stream, data, parser.last_batch if indexed else None)
+        tail = parser.flush()
+        engine.process(tail, stream, hints=parser.last_batch if indexed else None)
+        outcomes.append(([e.to_document() for e in engine.flush()], dict(engine.match_counts)))
+    assert outcomes[0] == outcomes[1]

@@ -38,7 +38,11 @@ def scan_tree(
             status = path.stat()
             size = status.st_size
             parser = StreamParser(
-                clock, path=str(path), host=host, reference_us=status.st_mtime_ns // 1000
+                clock,
+                path=str(path),
+                host=host,
+                reference_us=status.st_mtime_ns // 1000,
+                batch_index=engine is not None,
             )
             aggregator.start_file(parser.source, size)
             stream = engine.stream(parser.source) if engine is not None else None
@@ -47,12 +51,12 @@ def scan_tree(
                 records = parser.feed(chunk, offset)
                 aggregator.add_batch(records)
                 if engine is not None and stream is not None:
-                    engine.process(records, stream, chunk)
+                    engine.process(records, stream, chunk, parser.last_batch)
                 offset += len(chunk)
             records = parser.flush()
             aggregator.add_batch(records)
             if engine is not None and stream is not None:
-                engine.process(records, stream)
+                engine.process(records, stream, hints=parser.last_batch)
                 stream.close()
             done_bytes += size
         except OSError as error:

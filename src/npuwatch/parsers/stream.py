@@ -25,7 +25,7 @@ from npuwatch.parsers.lines import classify_slow, record_from_prefix
 from npuwatch.parsers.paths import describe_path
 from npuwatch.parsers.slog import SlogRecord
 from npuwatch.parsers.timestamps import LocalClock, year_of
-from npuwatch.records import Flag, Record
+from npuwatch.records import BatchIndex, Flag, Record
 
 _QUIET_LEVELS = frozenset({"DEBUG", "INFO", "EVENT", "TRACE", "OPLOG", "NULL"})
 """Levels whose records are not searched for numeric ACL codes: in them a six-digit number is
@@ -58,13 +58,18 @@ class StreamParser:
         host: str | None = None,
         limits: ParseLimits | None = None,
         reference_us: int | None = None,
+        batch_index: bool = False,
     ) -> None:
         """`reference_us` (for example the file's modification time) supplies the year for
-        dates printed without one (c10, vLLM, syslog) until the stream itself gives one."""
+        dates printed without one (c10, vLLM, syslog) until the stream itself gives one.
+        `batch_index` asks for `last_batch` after each feed, for the rule engine."""
         self._clock = clock
         self._limits = limits or ParseLimits()
         self.source = describe_path(path, clock, host)
         self._current: Record | None = None
+        self._batch_index = batch_index
+        self.last_batch = BatchIndex([], [])
+        """Levels and flagged positions of the records the last feed() or flush() returned."""
         self._extra: list[str] = []
         self._extra_bytes = 0
         self._last_timestamp: int | None = None
@@ -77,6 +82,7 @@ class StreamParser:
         (or at the end of the stream). Returns the records completed by it."""
         done: list[Record] = []
         if not data:
+            self.last_batch = BatchIndex([], [])
             return done
         clock = self._clock
         items = scan_chunk(
@@ -92,6 +98,10 @@ class StreamParser:
         # per line is a measurable share of the parse on a slow interpreter.
         quiet = _QUIET_LEVELS
         append = done.append
+        levels: list[str | None] = []
+        add_level = levels.append
+        flagged: list[int] = []
+        indexing = self._batch_index
         current = self._current
         last_timestamp = self._last_timestamp
         last_pre_sync = self._last_pre_sync
@@ -105,8 +115,13 @@ class StreamParser:
             else:
                 record = item  # type: ignore[assignment]
             if current is not None:
-                if current.source is None or self._extra or current.level not in quiet:
+                level = current.level
+                if current.source is None or self._extra or level not in quiet:
                     current = self._finish(current)
+                if indexing:
+                    if current.flags:
+                        flagged.append(len(done))
+                    add_level(level)
                 append(current)
             timestamp = record.timestamp_us
             if timestamp is None:
@@ -122,14 +137,18 @@ class StreamParser:
         self._current = current
         self._last_timestamp = last_timestamp
         self._last_pre_sync = last_pre_sync
+        if indexing:
+            self.last_batch = BatchIndex(levels, flagged)
         return done
 
     def flush(self) -> list[Record]:
         """End the stream (or an idle pause): return the record still being assembled."""
         if self._current is None:
+            self.last_batch = BatchIndex([], [])
             return []
         record = self._finish(self._current)
         self._current = None
+        self.last_batch = BatchIndex([record.level], [0] if record.flags else [])
         return [record]
 
     def _other_line(

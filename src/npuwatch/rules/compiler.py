@@ -92,6 +92,33 @@ def condition_keys(node: Node) -> frozenset[IndexKey] | None:
     return _keys(node)
 
 
+_BUSY_MODULES = frozenset(
+    {
+        "RUNTIME",
+        "GE",
+        "HCCL",
+        "DRV",
+        "TDT",
+        "ASCENDCL",
+        "IDEDD",
+        "PROFILING",
+        "ATRACE",
+        "HCCP",
+        "FE",
+        "AICPU",
+        "CCECPU",
+        "TEFUSION",
+        "TSCH",
+        "KERNEL",
+        "FMK",
+        "DVPP",
+        "IMP",
+        "LPM",
+    }
+)
+"""Modules that write much of a busy plog; a rule keyed by any other module is cheap."""
+
+
 def key_cost(keys: Iterable[IndexKey]) -> int:
     total = 0
     for kind, value in keys:
@@ -99,6 +126,9 @@ def key_cost(keys: Iterable[IndexKey]) -> int:
             total += _RARE_LEVELS.get(str(value), 500)
         elif kind == "format":
             total += 1000 if value == "slog" else 2
+        elif kind == "module":
+            total += 100 if value in _BUSY_MODULES else 70  # dearer than a literal: a module
+            # key makes the engine read every record's module
         else:
             total += _KEY_COSTS.get(kind, 1000)
     return total

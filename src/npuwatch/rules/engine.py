@@ -22,7 +22,7 @@ from itertools import compress, repeat
 from operator import attrgetter, contains, or_
 from typing import Any
 
-from npuwatch.records import Record, SourceInfo
+from npuwatch.records import BatchIndex, Record, SourceInfo
 from npuwatch.rules.events import Event
 from npuwatch.rules.index import Entry, Plan, PlanKey, RuleIndex, build_index
 from npuwatch.rules.loader import RuleLoadError, RuleSet
@@ -98,20 +98,29 @@ class RuleEngine:
         self._index = index
 
     def process(
-        self, records: Sequence[Record], stream: RuleStream, raw: bytes | None = None
+        self,
+        records: Sequence[Record],
+        stream: RuleStream,
+        raw: bytes | None = None,
+        hints: BatchIndex | None = None,
     ) -> None:
         """Test a batch of consecutive records of one stream against the rules.
 
         `raw`, the bytes the records were parsed from, lets literal rules skip a batch that does
-        not contain their literal without looking at its records.
+        not contain their literal without looking at its records; `hints`, what the parser
+        learnt about the batch (`StreamParser.last_batch`), spares a pass over the records.
         """
         if not records:
             return
         index = self._index
-        levels = list(map(_LEVEL, records))
+        if hints is not None and len(hints.levels) == len(records):
+            levels, flagged = hints.levels, hints.flagged
+        else:
+            levels = list(map(_LEVEL, records))
+            flagged = list(compress(range(len(records)), map(_FLAGS, records)))
         if index.level_counters:
             self._tally(index, levels, records, stream)
-        positions, literal_hits = self._candidates(index, levels, records, stream, raw)
+        positions, literal_hits = self._candidates(index, levels, flagged, records, stream, raw)
         kind = stream.kind
         plans = stream.plans_for(index)
         new_pending: list[tuple[Event, int]] = []
@@ -149,6 +158,7 @@ class RuleEngine:
     def _candidates(
         index: RuleIndex,
         levels: list[str | None],
+        flagged: list[int],
         records: Sequence[Record],
         stream: RuleStream,
         raw: bytes | None,
@@ -162,8 +172,8 @@ class RuleEngine:
         selectors: Iterator[Any] = map(index.levels.__contains__, levels)
         if index.modules:
             selectors = map(or_, selectors, map(index.modules.__contains__, map(_LOGGER, records)))
-        selectors = map(or_, selectors, map(_FLAGS, records))
-        positions: Iterable[int] = compress(range(count), selectors)
+        by_key = list(compress(range(count), selectors))
+        positions: Iterable[int] = sorted(set(by_key).union(flagged)) if flagged else by_key
         if not index.by_literal:
             return positions, frozenset()
         # One search of the whole batch per literal first: nearly always the literal is absent.
@@ -229,7 +239,9 @@ class RuleEngine:
             count = levels.count(level)
             if not count:
                 continue
-            position = len(levels) - 1 - levels[::-1].index(level)
+            position = len(levels) - 1
+            while levels[position] != level:
+                position -= 1
             record = records[position]
             for rule in rules:
                 self.match_counts[rule.id] += count
