@@ -47,7 +47,7 @@ def test_a_condition_error_points_at_the_file_line_and_column(tmp_path: Path) ->
     )
     path = write(tmp_path, "site.yaml", text)
     assert problems_of(path) == [
-        f"{path}:5:30: rule site.gpu-fan: in 'when': expected a comparison such as "
+        f"{path}:5:33: rule site.gpu-fan: in 'when': expected a comparison such as "
         "'log.level == ERROR' after 'and'"
     ]
 

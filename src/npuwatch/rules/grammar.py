@@ -104,43 +104,59 @@ def _build() -> pp.ParserElement:
     regex.set_parse_action(lambda t: [t[0][1 : t[0].rindex("/")], t[0][t[0].rindex("/") + 1 :]])
     regex.set_name("/regex/")
 
+    # `-` is pyparsing's error stop: once the left side matched, the right side must follow, and
+    # a failure there is reported where it happened instead of after backtracking. It keeps
+    # error positions exact, and the same across pyparsing versions.
     operator_tail = pp.MatchFirst(
         [
             tail(pp.Keyword("exists").suppress(), "exists"),
-            tail(pp.Keyword("in").suppress() + (code_range("range") | value_list), "in"),
-            tail(pp.Suppress("~") + regex, "~"),
-            tail(pp.Keyword("contains").suppress() + value, "contains"),
-            tail(pp.Keyword("startswith").suppress() + value, "startswith"),
-            tail(pp.one_of("== != <= >= < >") + value, "cmp"),
+            tail(pp.Keyword("in").suppress() - (code_range("range") | value_list), "in"),
+            tail(pp.Suppress("~") - regex, "~"),
+            tail(pp.Keyword("contains").suppress() - value, "contains"),
+            tail(pp.Keyword("startswith").suppress() - value, "startswith"),
+            tail(pp.one_of("== != <= >= < >") - value, "cmp"),
         ]
     ).set_name("an operator (== != < <= > >= in ~ contains startswith exists)")
 
     def comparison_action(text: str, loc: int, tokens: pp.ParseResults) -> Comparison:
         op, values, flags = tokens[1]
-        return Comparison(tokens[0], op, values, flags, loc)
+        return Comparison(tokens[0], op, values, flags, _skip_space(text, loc))
 
-    comparison = (field + operator_tail).set_parse_action(comparison_action)
-    comparison.set_name("a comparison such as 'log.level == ERROR'")
+    comparison = ((~keyword + field) - operator_tail).set_parse_action(comparison_action)
+    comparison.set_name(_COMPARISON_HINT)
 
     def combine(kind: type[And] | type[Or]) -> Any:
         def action(text: str, loc: int, tokens: pp.ParseResults) -> Node:
-            operands = tuple(tokens[0][0::2])
-            return kind(operands, loc)
+            operands = tuple(tokens)
+            return operands[0] if len(operands) == 1 else kind(operands, _skip_space(text, loc))
 
         return action
 
     def negate(text: str, loc: int, tokens: pp.ParseResults) -> Node:
-        return Not(tokens[0][1], loc)
+        return Not(tokens[0], _skip_space(text, loc))
 
-    expression = pp.infix_notation(
-        comparison,
-        [
-            (pp.Keyword("not"), 1, pp.OpAssoc.RIGHT, negate),
-            (pp.Keyword("and"), 2, pp.OpAssoc.LEFT, combine(And)),
-            (pp.Keyword("or"), 2, pp.OpAssoc.LEFT, combine(Or)),
-        ],
+    expression = pp.Forward()
+    expression.set_name("condition")
+    group = pp.Suppress("(") - expression - pp.Suppress(")")
+    unary = pp.Forward()
+    unary.set_name(_COMPARISON_HINT)
+    unary <<= (pp.Keyword("not").suppress() - unary).set_parse_action(negate) | comparison | group
+    conjunction = (unary + pp.ZeroOrMore(pp.Keyword("and").suppress() - unary)).set_parse_action(
+        combine(And)
     )
-    return expression.set_name("condition")
+    disjunction = (
+        conjunction + pp.ZeroOrMore(pp.Keyword("or").suppress() - conjunction)
+    ).set_parse_action(combine(Or))
+    expression <<= disjunction
+    return expression
+
+
+_COMPARISON_HINT = "a comparison such as 'log.level == ERROR'"
+
+
+def _skip_space(text: str, loc: int) -> int:
+    """The position of the first character that is not white space, at or after `loc`."""
+    return loc + len(text[loc:]) - len(text[loc:].lstrip())
 
 
 _CONDITION = _build()
@@ -150,7 +166,7 @@ def parse_condition(text: str) -> Node:
     """Parse a condition; raises ConditionSyntaxError with the line and column of the problem."""
     try:
         result = _CONDITION.parse_string(text, parse_all=True)
-    except pp.ParseException as error:
+    except pp.ParseBaseException as error:
         line, column = error.lineno, error.col
         unclosed = _unclosed_parenthesis(text)
         if unclosed is not None:
@@ -179,18 +195,15 @@ def _unclosed_parenthesis(text: str) -> int | None:
     return stack[0] if stack else None
 
 
-_COMPARISON_HINT = "a comparison such as 'log.level == ERROR'"
-
-
-def _explain(text: str, error: pp.ParseException) -> str:
+def _explain(text: str, error: pp.ParseBaseException) -> str:
     rest = text[error.loc :]
     found = rest.split(None, 1)[0] if rest.strip() else ""
     where = f"found {found!r}" if found else "found the end of the condition"
     message = str(error.msg)
-    dangling = re.fullmatch(r"\s*(and|or|not)\b(.*)", rest, re.DOTALL)
+    dangling = re.search(r"\b(and|or|not)\s*$", text[: error.loc])
     if _unclosed_parenthesis(text) is not None:
         return "a '(' is not closed: expected ')'"
-    if dangling is not None and not dangling[2].strip():
+    if dangling is not None and not rest.strip():
         return f"expected {_COMPARISON_HINT} after '{dangling[1]}'"
     if message.startswith("Expected end of text"):
         return f"expected 'and', 'or' or the end of the condition, {where}"
