@@ -16,39 +16,21 @@ import re
 import subprocess
 import sys
 import tempfile
-from datetime import timezone
 from pathlib import Path
 
-from npuwatch.collector.files import read_chunks
 from npuwatch.gc_tuning import tune_garbage_collector
-from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import default_locations, load_rules
+from parse_bench import read_and_parse
 
 
 def workload(tree: Path, files: int, mode: str) -> None:
     """What is measured: read and parse `files` files, with rules when mode is "rules"."""
     tune_garbage_collector()
     rules = load_rules(default_locations(system=Path("/nonexistent")))
-    if mode == "startup":
-        return
-    engine = RuleEngine(rules) if mode == "rules" else None
-    clock = LocalClock(timezone.utc)
-    for path in sorted(tree.rglob("*.log"))[:files]:
-        parser = StreamParser(clock, path=str(path), batch_index=engine is not None)
-        stream = engine.stream(parser.source) if engine is not None else None
-        offset = 0
-        for chunk in read_chunks(path):
-            records = parser.feed(chunk, offset)
-            offset += len(chunk)
-            if engine is not None and stream is not None:
-                engine.process(records, stream, chunk, parser.last_batch)
-        records = parser.flush()
-        if engine is not None and stream is not None:
-            engine.process(records, stream, hints=parser.last_batch)
-            stream.close()
-    if engine is not None:
-        engine.flush()
+    if mode != "startup":
+        paths = sorted(tree.rglob("*.log"))[:files]
+        read_and_parse(paths, RuleEngine(rules) if mode == "rules" else None)
 
 
 def instructions(tree: Path, files: int, mode: str) -> int:

@@ -244,14 +244,21 @@ def _rule_locations(paths: Sequence[Path]) -> list[Path]:
     return list(paths) if paths else default_locations()
 
 
-def _run_rules_check(args: argparse.Namespace) -> int:
-    locations = _rule_locations(args.paths)
+def _load_for_checking(paths: Sequence[Path]) -> RuleSet | None:
+    """The rule set at `paths` (every configured pack when none), or None after printing its
+    problems."""
     try:
-        ruleset = load_rules(locations)
+        return load_rules(_rule_locations(paths))
     except RuleLoadError as error:
         for problem in error.problems:
             sys.stdout.write(f"{problem}\n")
         sys.stdout.write(f"{len(error.problems)} problems\n")
+        return None
+
+
+def _run_rules_check(args: argparse.Namespace) -> int:
+    ruleset = _load_for_checking(args.paths)
+    if ruleset is None:
         return EXIT_FINDINGS
     unindexed = [rule for rule in ruleset.rules if rule.keys is None]
     for rule in unindexed:
@@ -264,12 +271,8 @@ def _run_rules_check(args: argparse.Namespace) -> int:
 
 
 def _run_rules_test(args: argparse.Namespace) -> int:
-    locations = _rule_locations(args.paths)
-    try:
-        ruleset = load_rules(locations)
-    except RuleLoadError as error:
-        for problem in error.problems:
-            sys.stdout.write(f"{problem}\n")
+    ruleset = _load_for_checking(args.paths)
+    if ruleset is None:
         return EXIT_FINDINGS
     count, failures = run_examples(ruleset.rules)
     for failure in failures:

@@ -49,10 +49,10 @@ from tests.conftest import parse, parse_one
             "Failed to verify the OPP",
         ),
         (
-            "EE9999: Inner Error, Please contact support engineer!",
+            "EE9999: Inner Error, Please contact support engineer.",
             "EE9999",
             None,
-            "Inner Error, Please contact support engineer!",
+            "Inner Error, Please contact support engineer.",
         ),
     ],
 )
@@ -122,5 +122,7 @@ def test_c10_lines_give_rank_level_and_a_time_completed_with_the_year_of_the_str
 
 
 def test_c10_warning_without_a_date() -> None:
-    record = parse_one("[W NPUStream.cpp:365] Warning: NPU warning, error code is 107020[Error]: .")
+    record = parse_one(
+        "[W NPUStream.cpp:371] Warning: NPU warning, error code is 107020[Error]: task timeout."
+    )
     assert (record.level, record.runtime_codes) == ("WARNING", [107020])

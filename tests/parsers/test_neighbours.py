@@ -11,7 +11,7 @@ from tests.conftest import parse, parse_one
     ("line", "fmt", "level", "message"),
     [
         (
-            "2025-05-07 19:54:54.608[INFO] log_path_mgr.c:123: logWorkspace = /usr/slog.",
+            "2025-07-11 08:01:02.417[INFO] log_path_mgr.c:123: logWorkspace = /usr/slog.",
             "slogd",
             "INFO",
             "logWorkspace = /usr/slog.",
@@ -42,7 +42,7 @@ from tests.conftest import parse, parse_one
             "Install package success.",
         ),
         (
-            "[INFO]HSM:1970-01-01 00:03:45.333 sec init success.",
+            "[INFO]HSM:1970-01-01 00:02:11.208 sec init success.",
             "firmware",
             "INFO",
             "sec init success.",
@@ -60,16 +60,16 @@ from tests.conftest import parse, parse_one
             "Find exception",
         ),
         (
-            "2024-10-21 10:42:00,218 - lmdeploy - ERROR - model_agent.py:489 - Rank[2] failed.",
+            "2025-07-11 11:10:00,812 - lmdeploy - ERROR - model_agent.py:489 - Rank[5] failed.",
             "python_logging",
             "ERROR",
-            "Rank[2] failed.",
+            "Rank[5] failed.",
         ),
         (
-            "[ERROR]  acl set device 0 failed, errorCode = 507033",
+            "[ERROR]  acl set device 3 failed, errorCode = 507033",
             "console",
             "ERROR",
-            "acl set device 0 failed, errorCode = 507033",
+            "acl set device 3 failed, errorCode = 507033",
         ),
     ],
 )
