@@ -50,6 +50,9 @@ class Flag:
     """The line carries no usable time; the time of the record before it was used."""
     SPLIT = 32
     """A multi-line record reached its line or byte bound; this record continues it."""
+    INCOMPLETE = 64
+    """The file went idle in the middle of this record's last line (no line end yet); the agent
+    took the line as it was rather than hold it forever."""
     HAS_CODES = 1 << 16
     """Internal, never exported: the record carries error, runtime or framework codes. The rule
     engine tests this one bit to skip the code lookups for the records (nearly all) without."""
@@ -63,6 +66,7 @@ class Flag:
         "invalid_encoding": INVALID_ENCODING,
         "timestamp_inferred": TIMESTAMP_INFERRED,
         "split": SPLIT,
+        "incomplete": INCOMPLETE,
     }
 
     @classmethod

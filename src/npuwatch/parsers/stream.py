@@ -141,6 +141,12 @@ class StreamParser:
             self.last_batch = BatchIndex(levels, flagged)
         return done
 
+    @property
+    def pending_offset(self) -> int | None:
+        """Where the record still being assembled starts, or None when there is none: the bytes
+        from here on are in no record returned yet (what a checkpoint may not pass)."""
+        return self._current.offset if self._current is not None else None
+
     def flush(self) -> list[Record]:
         """End the stream (or an idle pause): return the record still being assembled."""
         if self._current is None:

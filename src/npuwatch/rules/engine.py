@@ -216,6 +216,19 @@ class RuleEngine:
         self._waiting = waiting
         return _by_time(ready)
 
+    def waiting_offsets(self) -> dict[SourceInfo | None, int]:
+        """The offset of the earliest trigger of the events still held, per source: a restart
+        must read its file again from there for those events not to be lost."""
+        earliest: dict[SourceInfo | None, int] = {}
+        for event in self._waiting:
+            offset = event.trigger.offset
+            if offset is None:
+                continue
+            source = event.trigger.source
+            if offset < earliest.get(source, offset + 1):
+                earliest[source] = offset
+        return earliest
+
     def flush(self) -> list[Event]:
         """Every event still held (the end of a scan, or shutdown)."""
         ready = self._waiting

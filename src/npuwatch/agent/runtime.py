@@ -1,0 +1,246 @@
+"""The agent: built once from the configuration, then run until stopped.
+
+Three worker threads, joined by queues bounded in bytes:
+
+    reader (tail + parse)  →  rules (events)  →  journal (group commits)  →  sinks (cursors)
+
+Stopping drains in that order: the reader stops reading (what it holds is not committed, so a
+restart reads it again), the rules thread hands on every event it holds, the journal commits the
+rest, and the sinks print what was committed. Within `drain_timeout`; past it the agent leaves
+anyway, which is safe because a commit is one SQLite transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from npuwatch.agent.journal_stage import JournalStage, JournalTiming
+from npuwatch.agent.queue import ByteQueue, QueueStopped
+from npuwatch.agent.reader import ReaderStage, ReaderTiming
+from npuwatch.agent.rules_stage import END, RulesStage
+from npuwatch.collector.discovery import FileFilter
+from npuwatch.collector.roots import discover_roots
+from npuwatch.collector.tailed_file import ReadBatch
+from npuwatch.collector.tailer import FileGone, FileTailer, StopReading, TailSettings
+from npuwatch.collector.watch import FileWatcher
+from npuwatch.config import Config
+from npuwatch.journal.cursors import CursorStore
+from npuwatch.journal.store import Journal, JournalSettings
+from npuwatch.metrics import SelfMetrics
+from npuwatch.parsers import LocalClock
+from npuwatch.parsers.stream import ParseLimits
+from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.rules.engine import RuleEngine
+from npuwatch.rules.loader import (
+    DEFAULT_PACKS,
+    SYSTEM_RULES,
+    RuleSet,
+    load_rules,
+    rule_files,
+)
+from npuwatch.sinks.console_sink import ConsoleSink
+
+log = logging.getLogger("npuwatch.agent")
+
+
+def rule_locations(config: Config) -> list[Path]:
+    locations = [DEFAULT_PACKS] if config.rules.builtin else []
+    if SYSTEM_RULES.is_dir():
+        locations.append(SYSTEM_RULES)
+    locations.extend(config.rules.paths)
+    return locations
+
+
+def tail_settings(config: Config, host: str) -> TailSettings:
+    sources = config.sources
+    return TailSettings(
+        read_chunk_bytes=sources.read_chunk_bytes,
+        max_open_files=sources.max_open_files,
+        idle_flush_s=sources.idle_flush,
+        idle_close_s=sources.idle_close,
+        deleted_grace_s=sources.deleted_grace,
+        fingerprint_bytes=sources.fingerprint_bytes,
+        limits=ParseLimits(
+            max_line_bytes=sources.max_line_bytes,
+            max_record_lines=sources.max_record_lines,
+            max_record_bytes=sources.max_record_bytes,
+        ),
+        host=host,
+    )
+
+
+class Agent:
+    """Everything the agent runs, wired from one configuration."""
+
+    def __init__(
+        self,
+        config: Config,
+        environ: Mapping[str, str],
+        console: TextIO | None = None,
+        metrics: SelfMetrics | None = None,
+    ) -> None:
+        self.config = config
+        self.environ = environ
+        self.metrics = metrics or SelfMetrics()
+        self.host = config.agent.host_name or socket.gethostname()
+        self.roots = discover_roots(config.sources, environ)
+        self._reading_stop = threading.Event()
+        self._pipeline_stop = threading.Event()
+        self._sink_stop = threading.Event()
+        self._wake = threading.Event()
+        state = config.agent.state_directory
+        state.mkdir(parents=True, exist_ok=True)
+        journal = config.journal
+        self.journal = Journal(
+            config.journal_path(),
+            JournalSettings(
+                max_age_s=journal.max_age,
+                max_bytes=journal.max_bytes,
+                segment_bytes=journal.segment_bytes,
+                sync=journal.sync,
+            ),
+        )
+        self.journal.open()
+        self.metrics.journal_segments_quarantined.inc(self.journal.quarantined)
+        half = max(config.sources.queue_bytes // 2, 1)
+        self.read_queue: ByteQueue[object] = ByteQueue(half)
+        self.journal_queue: ByteQueue[object] = ByteQueue(half)
+        clock = LocalClock(resolve_timezone(config.agent.timezone))
+        self.tailer = FileTailer(
+            self.roots,
+            FileFilter(config.sources.include, config.sources.exclude),
+            tail_settings(config, self.host),
+            clock,
+            self.journal.checkpoints.values(),
+            self._emit,
+            self.metrics,
+        )
+        watcher = (
+            FileWatcher(self.tailer.hint, self._wake, self.metrics)
+            if config.sources.watch
+            else None
+        )
+        self.reader = ReaderStage(
+            self.tailer,
+            watcher,
+            self._wake,
+            ReaderTiming(rescan_interval_s=config.sources.rescan_interval),
+            self._reading_stop,
+        )
+        self.rules = RulesStage(
+            RuleEngine(self._load_rules()),
+            self.read_queue,
+            self.journal_queue,
+            self._pipeline_stop,
+            self.metrics,
+            reload_rules=self._load_rules,
+            watched_files=lambda: rule_files(rule_locations(self.config)),
+            reload_interval_s=config.rules.reload_interval,
+            idle_flush_s=config.sources.idle_flush,
+        )
+        self.journal_stage = JournalStage(
+            self.journal,
+            self.journal_queue,
+            self.metrics,
+            JournalTiming(commit_interval_s=journal.commit_interval),
+            timezone_name=config.agent.timezone,
+            give_up=self._pipeline_stop,
+        )
+        self.sinks: list[ConsoleSink] = []
+        console_config = config.sinks.console
+        if console is not None or console_config.enabled:
+            self.sinks.append(
+                ConsoleSink(
+                    config.journal_path(),
+                    CursorStore(state / "cursors.json"),
+                    self.journal_stage.committed,
+                    self._sink_stop,
+                    console if console is not None else _stdout(),
+                    console_config.format,
+                    console_config.events_only,
+                )
+            )
+
+    def _load_rules(self) -> RuleSet:
+        return load_rules(rule_locations(self.config))
+
+    def _emit(self, item: ReadBatch | FileGone) -> None:
+        size = len(item.raw or b"") if isinstance(item, ReadBatch) else 0
+        try:
+            self.read_queue.put(item, size, self._reading_stop)
+        except QueueStopped as stopped:
+            raise StopReading from stopped
+        queued = self.read_queue.bytes + self.journal_queue.bytes
+        self.metrics.queue_bytes.set(queued)
+        self.metrics.queue_fill.set(min(queued / (2 * self.read_queue.max_bytes), 1.0))
+
+    @property
+    def workers(self) -> list[threading.Thread]:
+        """The threads that must all be alive for the agent to be healthy."""
+        return [self.reader.thread, self.rules.thread, self.journal_stage.thread]
+
+    def start(self) -> None:
+        self.journal_stage.start()
+        self.rules.start()
+        for sink in self.sinks:
+            sink.start()
+        self.reader.start()
+
+    def wait_started(self, timeout: float) -> bool:
+        return self.reader.started.wait(timeout)
+
+    def reload(self, config: Config) -> None:
+        """Apply a new configuration: rules and sources now; the rest needs a restart."""
+        old = self.config
+        self.config = config
+        roots = discover_roots(config.sources, self.environ)
+        wanted = FileFilter(config.sources.include, config.sources.exclude)
+
+        def apply(tailer: FileTailer) -> None:
+            tailer.roots = roots
+            tailer.wanted = wanted
+
+        self.reader.change(apply)
+        self.rules.request_reload()
+        for section in ("agent", "journal", "sinks"):
+            if getattr(old, section) != getattr(config, section):
+                log.warning("configuration [%s] changed: restart the agent to apply it", section)
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Drain and stop; True when everything was committed within the time."""
+        deadline = time.monotonic() + (
+            self.config.agent.drain_timeout if timeout is None else timeout
+        )
+        self._reading_stop.set()
+        self._wake.set()
+        self.reader.thread.join(_left(deadline))
+        self.read_queue.put_always(END)
+        self.rules.thread.join(_left(deadline))
+        self.journal_stage.thread.join(_left(deadline))
+        drained = not (self.rules.thread.is_alive() or self.journal_stage.thread.is_alive())
+        if not drained:
+            self._pipeline_stop.set()  # the journal stops retrying; what is left is read again
+        self._sink_stop.set()
+        for sink in self.sinks:
+            sink.thread.join(_left(deadline) + 1)
+        if drained:
+            self.journal.close()
+        else:
+            log.error("could not drain within the stop timeout; the rest is read again at start")
+        return drained
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.0)
+
+
+def _stdout() -> TextIO:
+    import sys  # noqa: PLC0415 - looked up at use, so that tests can replace it
+
+    return sys.stdout

@@ -1,0 +1,89 @@
+"""Finding the files to follow under the configured roots.
+
+A walk with `os.scandir`, which gives each entry's type without a system call per file. Links to
+folders are not followed (a link loop cannot trap the walk); links to files are. A folder or file
+that cannot be read is reported once, by the caller, and the walk goes on.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class FileFilter:
+    """Which files under a root are followed: names matching `include`, not matching `exclude`
+    (`exclude` is matched against the name and against the path relative to the root)."""
+
+    include: Sequence[str] = ("*.log", "*.log.*", "slogdlog*")
+    exclude: Sequence[str] = ()
+
+    def wants(self, name: str, relative: str) -> bool:
+        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.include):
+            return False
+        return not any(
+            fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(relative, pattern)
+            for pattern in self.exclude
+        )
+
+
+@dataclass
+class FoundFile:
+    path: str
+    status: os.stat_result
+
+
+@dataclass
+class Discovery:
+    files: list[FoundFile] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    """(path, what went wrong) for what could not be read."""
+
+
+def discover(roots: Sequence[Path], wanted: FileFilter) -> Discovery:
+    """Every followed file under `roots`, oldest modification first (the order to read in)."""
+    found = Discovery()
+    seen: set[tuple[int, int]] = set()
+    for root in roots:
+        _walk(str(root), str(root), wanted, found, seen)
+    found.files.sort(key=lambda f: (f.status.st_mtime_ns, f.path))
+    return found
+
+
+def _walk(
+    root: str, folder: str, wanted: FileFilter, found: Discovery, seen: set[tuple[int, int]]
+) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        found.problems.append((folder, error.strerror or str(error)))
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                _walk(root, entry.path, wanted, found, seen)
+                continue
+            relative = os.path.relpath(entry.path, root)
+            if not wanted.wants(entry.name, relative):
+                continue
+            status = entry.stat(follow_symlinks=True)
+        except FileNotFoundError:
+            continue  # deleted between the listing and the look
+        except OSError as error:
+            found.problems.append((entry.path, error.strerror or str(error)))
+            continue
+        if not stat.S_ISREG(status.st_mode):
+            found.problems.append((entry.path, "not a regular file"))
+            continue
+        key = (status.st_dev, status.st_ino)
+        if key in seen:  # the same file through a link: follow it once
+            continue
+        seen.add(key)
+        found.files.append(FoundFile(entry.path, status))

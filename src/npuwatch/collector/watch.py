@@ -1,0 +1,99 @@
+"""File events as wake-up hints: watchdog's observer thread tells the reader where to look.
+
+Hints only. inotify drops events when its queue overflows, runs out of watches on a host with
+thousands of PID folders, and sees nothing on NFS; the reader's periodic rescan covers all of
+that, so a watch that cannot be set up is logged once and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from watchdog.events import (
+    FileClosedEvent,
+    FileClosedNoWriteEvent,
+    FileOpenedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+from npuwatch.metrics import SelfMetrics
+
+log = logging.getLogger(__name__)
+
+Hint = Callable[[str, bool], None]
+
+
+class _HintHandler(FileSystemEventHandler):
+    def __init__(self, hint: Hint, wake: threading.Event) -> None:
+        self._hint = hint
+        self._wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory or isinstance(
+            event, FileOpenedEvent | FileClosedNoWriteEvent | FileClosedEvent
+        ):
+            return
+        created = event.event_type == "created"
+        self._hint(os.fsdecode(event.src_path), created)
+        dest = getattr(event, "dest_path", "")
+        if dest:
+            self._hint(os.fsdecode(dest), True)
+        self._wake.set()
+
+
+class FileWatcher:
+    """Watches the log roots recursively and turns every file event into a hint."""
+
+    def __init__(
+        self,
+        hint: Hint,
+        wake: threading.Event,
+        metrics: SelfMetrics,
+        observer_factory: Callable[[], BaseObserver] = Observer,
+    ) -> None:
+        self._handler = _HintHandler(hint, wake)
+        self._metrics = metrics
+        self._observer = observer_factory()
+        self._observer.name = "npuwatch-watch"
+        self._observer.daemon = True
+        self._watched: set[Path] = set()
+        self._failed: set[Path] = set()
+        self._started = False
+
+    def watch(self, roots: Sequence[Path]) -> None:
+        """Watch every root that exists and is not watched yet (called at each rescan)."""
+        for root in roots:
+            if root in self._watched or not root.is_dir():
+                continue
+            try:
+                self._observer.schedule(self._handler, str(root), recursive=True)
+            except OSError as error:
+                if root not in self._failed:
+                    self._failed.add(root)
+                    self._metrics.source_problems.labels("watch_failed").inc()
+                    log.warning(
+                        "cannot watch %s for file events (%s); it is still rescanned", root, error
+                    )
+                continue
+            self._watched.add(root)
+            self._failed.discard(root)
+        if not self._started:
+            self._observer.start()
+            self._started = True
+        self._metrics.watching.set(1 if self._watched and not self._failed else 0)
+
+    @property
+    def thread(self) -> threading.Thread:
+        return self._observer
+
+    def stop(self) -> None:
+        if self._started:
+            self._observer.stop()
+            self._observer.join(timeout=5)

@@ -1,0 +1,135 @@
+"""The `npuwatch agent` command: run the per-host service in the foreground.
+
+Signals: SIGTERM or SIGINT drain and stop (a second one exits at once, which is safe: every
+commit is a transaction); SIGHUP reloads the configuration and the rules without losing any
+position. Under systemd (`Type=notify`) the agent says READY once the files are being followed,
+pings the watchdog only while its reader, rules and journal threads are all alive, and says
+STOPPING when it drains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from npuwatch.agent.runtime import Agent
+from npuwatch.config import (
+    ConfigError,
+    ConfigUnreadable,
+    config_path_from,
+    load_config,
+)
+from npuwatch.rules.loader import RuleLoadError
+from npuwatch.service.notify import Heartbeat, SystemdNotifier
+
+log = logging.getLogger("npuwatch.agent")
+
+
+def _configure(args: argparse.Namespace) -> Any:
+    config = load_config(args.config or config_path_from(os.environ), os.environ)
+    changes: dict[str, Any] = {}
+    if args.root:
+        changes["sources"] = config.sources.model_copy(update={"roots": args.root})
+    if args.state_directory:
+        changes["agent"] = config.agent.model_copy(update={"state_directory": args.state_directory})
+    if args.json:
+        console = config.sinks.console.model_copy(update={"format": "json"})
+        changes["sinks"] = config.sinks.model_copy(update={"console": console})
+    return config.model_copy(update=changes) if changes else config
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level, format="npuwatch: %(levelname)s %(message)s", stream=sys.stderr
+    )
+    # watchdog logs an ERROR when its observer is stopped with events in flight; the events are
+    # hints and the rescan covers them, so that is no operator's business.
+    logging.getLogger("watchdog").setLevel(logging.CRITICAL)
+    try:
+        config = _configure(args)
+    except ConfigUnreadable as error:
+        print(f"npuwatch: {error}", file=sys.stderr)
+        return 2
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"npuwatch: {problem}", file=sys.stderr)
+        return 2
+    try:
+        agent = Agent(config, os.environ, console=sys.stdout if args.console else None)
+    except RuleLoadError as error:
+        for rule_problem in error.problems:
+            print(f"npuwatch: {rule_problem}", file=sys.stderr)
+        print("npuwatch: the rules have errors: fix them and start again", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"npuwatch: cannot start: {error}", file=sys.stderr)
+        return 2
+    return _serve(agent, args)
+
+
+def _serve(agent: Agent, args: argparse.Namespace) -> int:
+    stop = threading.Event()
+    reload = threading.Event()
+    wake = threading.Event()
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            os._exit(128 + signum)  # a second signal: leave now; every commit is a transaction
+        stop.set()
+        wake.set()
+
+    def on_reload(signum: int, frame: FrameType | None) -> None:
+        reload.set()
+        wake.set()
+
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGHUP, on_reload)
+    notifier = SystemdNotifier.from_environ(os.environ)
+    heartbeat = (
+        Heartbeat(notifier, lambda: agent.workers, notifier.watchdog_interval)
+        if notifier.watchdog_interval is not None
+        else None
+    )
+    agent.start()
+    try:
+        while not agent.wait_started(0.2):
+            if stop.is_set():
+                break
+        roots = ", ".join(map(str, agent.roots)) or "no roots"
+        log.info("following %d files under %s", len(agent.tailer.files), roots)
+        if heartbeat is not None:
+            heartbeat.start()
+        notifier.ready(f"following {len(agent.tailer.files)} files")
+        while not stop.is_set():
+            wake.wait(5.0)
+            wake.clear()
+            if reload.is_set():
+                reload.clear()
+                _reload(agent, args, notifier)
+            notifier.status(f"following {len(agent.tailer.files)} files")
+        notifier.stopping("draining")
+        log.info("stopping: draining what was read into the journal")
+        drained = agent.stop()
+    finally:
+        if heartbeat is not None:
+            heartbeat.stop()
+        notifier.close()
+    return 0 if drained else 1
+
+
+def _reload(agent: Agent, args: argparse.Namespace, notifier: SystemdNotifier) -> None:
+    notifier.notify("RELOADING=1")
+    try:
+        agent.reload(_configure(args))
+        log.info("configuration reloaded")
+    except ConfigError as error:
+        for problem in error.problems:
+            log.error("configuration not reloaded: %s", problem)
+    notifier.ready()

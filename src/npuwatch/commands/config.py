@@ -1,0 +1,58 @@
+"""Arguments of `npuwatch config` (handlers: config_run)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+_EXAMPLES_CONFIG = """\
+examples:
+  npuwatch config example > /etc/npuwatch/npuwatch.toml
+  npuwatch config check               # $NPUWATCH_CONFIG, else /etc/npuwatch/npuwatch.toml
+  npuwatch config check ./npuwatch.toml
+  NPUWATCH_JOURNAL__MAX_AGE=7d npuwatch config check
+
+Any key can be set in the environment as NPUWATCH_<SECTION>__<KEY>, with two underscores between
+levels (NPUWATCH_SINKS__CONSOLE__ENABLED=true); the environment wins over the file. Values are
+read as TOML when they are TOML (true, 10, ["/data/log"]) and as text otherwise (7d).
+
+exit status: 0 valid, 1 problems (one line each on stderr: FILE: KEY: REASON), 2 no such file.
+"""
+
+
+def add_config_commands(commands: Any) -> None:
+    """Add `config check` and `config example` to the subcommands of the `npuwatch` parser."""
+    config = commands.add_parser(
+        "config",
+        help="check the agent's configuration, or print a complete example",
+        description="The agent reads /etc/npuwatch/npuwatch.toml (or the file $NPUWATCH_CONFIG "
+        "names), then NPUWATCH_* variables; without a file it runs with the defaults that "
+        "`npuwatch config example` prints.",
+        epilog=_EXAMPLES_CONFIG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = config.add_subparsers(title="actions", metavar="ACTION", required=True)
+    check = actions.add_parser(
+        "check",
+        help="validate a file and the NPUWATCH_* variables as the agent would (exit 1 on any "
+        "problem)",
+        description="Validate a configuration file and the NPUWATCH_* variables as the agent "
+        "would load them. Prints the journal folder and the log roots it would follow; each "
+        "problem is one line on stderr naming the file or variable, the key and the reason.",
+    )
+    check.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        metavar="FILE",
+        help="configuration file (default: $NPUWATCH_CONFIG, else /etc/npuwatch/npuwatch.toml)",
+    )
+    check.set_defaults(handler="npuwatch.commands.config_run:run_config_check")
+    example = actions.add_parser(
+        "example",
+        help="print a configuration file with every key at its default, explained",
+        description="Print a complete configuration file: every key at its default value, with a "
+        "comment saying what it does. Keep only the keys you change.",
+    )
+    example.set_defaults(handler="npuwatch.commands.config_run:run_config_example")

@@ -1,0 +1,79 @@
+"""`npuwatch config`: check a configuration file, or print a complete example."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+
+from npuwatch.collector.roots import discover_roots
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from npuwatch.config import (
+    DEFAULT_CONFIG_PATH,
+    Config,
+    ConfigError,
+    ConfigUnreadable,
+    config_path_from,
+    example_config,
+    load_config,
+)
+
+
+def run_config_check(args: argparse.Namespace) -> int:
+    """Validate the configuration; print what the agent would use, or every problem."""
+    path: Path = args.path or config_path_from(os.environ) or DEFAULT_CONFIG_PATH
+    if path == DEFAULT_CONFIG_PATH and not args.path and not path.exists():
+        # No file at all is a valid setup: the agent runs with the defaults (and NPUWATCH_*).
+        return _check_defaults()
+    if not path.exists():
+        sys.stderr.write(
+            f"npuwatch: {path}: no such file (write one with `npuwatch config example > {path}`; "
+            "without a file the agent runs with the defaults)\n"
+        )
+        return EXIT_USAGE
+    try:
+        config = load_config(path, os.environ)
+    except ConfigError as error:
+        for problem in error.problems:
+            sys.stderr.write(f"{problem}\n")
+        return EXIT_USAGE if isinstance(error, ConfigUnreadable) else EXIT_FINDINGS
+    sys.stdout.write(f"{path}: ok\n")
+    _describe(config)
+    return EXIT_OK
+
+
+def _describe(config: Config) -> None:
+    out = sys.stdout
+    out.write(f"host: {config.agent.host_name or socket.gethostname()}\n")
+    out.write(f"journal: {config.journal_path()}\n")
+    roots = discover_roots(config.sources, os.environ)
+    for root in roots:
+        out.write(f"log root: {root}\n")
+    if not roots:
+        out.write(
+            "log roots: none yet ($ASCEND_PROCESS_LOG_PATH, ~/ascend/log of sources.users and "
+            "/var/log/npu/slog do not exist); set sources.roots to choose\n"
+        )
+
+
+def run_config_example(args: argparse.Namespace) -> int:
+    """Print the example configuration file."""
+    sys.stdout.write(example_config())
+    return EXIT_OK
+
+
+def _check_defaults() -> int:
+    try:
+        config = load_config(None, os.environ)
+    except ConfigError as error:
+        for problem in error.problems:
+            sys.stderr.write(f"{problem}\n")
+        return EXIT_FINDINGS
+    sys.stdout.write(
+        f"{DEFAULT_CONFIG_PATH}: no such file; the agent runs with the defaults "
+        "(`npuwatch config example` prints them)\n"
+    )
+    _describe(config)
+    return EXIT_OK

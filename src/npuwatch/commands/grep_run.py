@@ -1,0 +1,207 @@
+"""`npuwatch grep`: structured questions to the agent's journal, answered like grep.
+
+This module is on the fast path of a command that is timed against `rg`: it imports the journal
+and the standard library only. The record schema and the parser are loaded for --json, and the
+configuration (pydantic) only when no --journal is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import TextIO
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.journal.context import ContextReader
+from npuwatch.journal.query import Hit, Question, search, search_events
+from npuwatch.journal.store import list_segments
+from npuwatch.quantities import parse_duration
+from npuwatch.sinks.event_text import event_line
+from npuwatch.terminal import Palette, wants_colour
+
+_DEFAULT_JOURNAL = Path("/var/lib/npuwatch/journal")
+_CANN_DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})-(\d{2}:)")
+
+
+def parse_when(text: str, now_s: float, zone: tzinfo | None) -> int:
+    """Epoch microseconds for "1h" (that long ago), "now", or a date and time (local time in
+    `zone`, or this host's, unless it says its zone)."""
+    text = text.strip()
+    if text == "now":
+        return int(now_s * 1_000_000)
+    try:
+        return int((now_s - parse_duration(text)) * 1_000_000)
+    except ValueError:
+        pass
+    iso = _CANN_DATE_TIME.sub(r"\1 \2", text)
+    if iso.endswith(("Z", "z")):
+        iso = iso[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        raise ValueError(
+            f"cannot read the time {text!r}: give a duration back from now (30m, 1h, 2d) or a "
+            "date and time such as 2025-09-14 09:30 or 2025-09-14T09:30:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
+    return int(moment.timestamp() * 1_000_000)
+
+
+def _names(text: str | None, upper: bool = True) -> frozenset[str]:
+    if not text:
+        return frozenset()
+    return frozenset(
+        (part.strip().upper() if upper else part.strip()) for part in text.split(",") if part
+    )
+
+
+def build_question(args: argparse.Namespace, now_s: float) -> Question:
+    zone = None
+    if args.timezone:
+        try:
+            zone = ZoneInfo(args.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            fail(f"unknown time zone {args.timezone!r}: use an IANA name such as Asia/Shanghai")
+    try:
+        since = parse_when(args.since, now_s, zone) if args.since else None
+        until = parse_when(args.until, now_s, zone) if args.until else None
+        flags = re.IGNORECASE if args.ignore_case else 0
+        pattern = re.compile(args.pattern, flags) if args.pattern else None
+    except re.error as problem:
+        fail(f"PATTERN is not a regular expression: {problem}")
+    except ValueError as problem:
+        fail(str(problem))
+    return Question(
+        pattern=pattern,
+        since_us=since,
+        until_us=until,
+        levels=_names(args.level),
+        modules=_names(args.module),
+        codes=_names(args.code),
+        categories=_names(args.category, upper=False),
+        device=args.device,
+        host=args.host,
+        pid=args.pid,
+    )
+
+
+def journal_directory(args: argparse.Namespace) -> Path:
+    if args.journal is not None:
+        return Path(args.journal)
+    from npuwatch.config import ConfigError, config_path_from, load_config  # noqa: PLC0415
+
+    try:
+        return load_config(config_path_from(os.environ), os.environ).journal_path()
+    except ConfigError:
+        return _DEFAULT_JOURNAL
+
+
+def run_grep(args: argparse.Namespace) -> int:
+    question = build_question(args, time.time())
+    directory = journal_directory(args)
+    if not list_segments(directory):
+        fail(
+            f"no journal at {directory}: is the agent running (npuwatch agent)? Give the "
+            "folder with --journal DIR"
+        )
+    out = sys.stdout
+    if args.events:
+        return _print_events(search_events(directory, question), args, out)
+    hits = search(directory, question)
+    if args.max_count is not None:
+        hits = _first(hits, args.max_count)
+    if args.count:
+        count = sum(1 for _ in hits)
+        out.write(f"{count}\n")
+        return EXIT_OK if count else EXIT_FINDINGS
+    printer = _Printer(args, question, directory, out)
+    try:
+        for hit in hits:
+            printer.print(hit)
+    finally:
+        printer.close()
+    return EXIT_OK if printer.matches else EXIT_FINDINGS
+
+
+def _first(hits: Iterator[Hit], count: int) -> Iterator[Hit]:
+    for index, hit in enumerate(hits):
+        if index >= count:
+            return
+        yield hit
+
+
+def _print_events(
+    events: Iterator[dict[str, object]], args: argparse.Namespace, out: TextIO
+) -> int:
+    found = 0
+    for document in events:
+        found += 1
+        if args.max_count is not None and found > args.max_count:
+            found -= 1
+            break
+        if not args.count:
+            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+            out.write((text if args.json else event_line(text)) + "\n")
+    if args.count:
+        out.write(f"{found}\n")
+    return EXIT_OK if found else EXIT_FINDINGS
+
+
+class _Printer:
+    """Writes hits (and their context) as grep would, or as JSON documents."""
+
+    def __init__(
+        self, args: argparse.Namespace, question: Question, directory: Path, out: TextIO
+    ) -> None:
+        self._args = args
+        self._pattern = question.pattern
+        self._out = out
+        self._palette = Palette(wants_colour(out))
+        self._context = ContextReader(directory) if args.context > 0 else None
+        self._last: tuple[int, int, int] | None = None
+        self.matches = 0
+
+    def close(self) -> None:
+        if self._context is not None:
+            self._context.close()
+
+    def print(self, hit: Hit) -> None:
+        self.matches += 1
+        if self._args.json:
+            from npuwatch.journal.documents import to_record  # noqa: PLC0415 - only for --json
+
+            document = to_record(hit.record, hit.source).to_document()
+            self._out.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+            self._out.write("\n")
+            return
+        if self._context is None:
+            self._lines(hit.source.path, hit.record.original, ":", highlight=True)
+            return
+        before, after = self._context.around(hit, self._args.context, self._args.context)
+        if self._last is not None:
+            self._out.write(self._palette.dim("--") + "\n")
+        for record in before:
+            self._lines(hit.source.path, record.original, "-", highlight=False)
+        self._lines(hit.source.path, hit.record.original, ":", highlight=True)
+        for record in after:
+            self._lines(hit.source.path, record.original, "-", highlight=False)
+        self._last = (hit.segment, hit.block_id, hit.position)
+
+    def _lines(self, path: str, text: str, separator: str, highlight: bool) -> None:
+        palette = self._palette
+        if highlight and self._pattern is not None and palette.enabled:
+            text = self._pattern.sub(lambda m: palette.highlight(m.group(0)), text)
+        if self._args.no_filename:
+            self._out.write(text + "\n")
+            return
+        prefix = palette.dim(f"{path}{separator}") if palette.enabled else f"{path}{separator}"
+        self._out.write("".join(f"{prefix}{line}\n" for line in text.split("\n")))

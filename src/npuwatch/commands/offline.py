@@ -1,0 +1,107 @@
+"""Arguments of the offline commands: `parse`, `scan` and `schema` (handlers: offline_run)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+_EXAMPLES_PARSE = """\
+examples:
+  npuwatch parse ~/ascend/log/debug/plog/plog-3813_20250110175352846.log
+  npuwatch parse --format table run/plog/*.log
+  grep -h HCCL train.out | npuwatch parse - --timezone Asia/Shanghai | jq -r .error.code
+
+JSON lines use nested ECS objects: .log.level, .log.logger, .process.pid, .error.code,
+.event.original, .ascend.kind ... (see `npuwatch schema`).
+"""
+
+_EXAMPLES_SCAN = """\
+examples:
+  npuwatch scan                      # $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log
+  npuwatch scan /data/job42/ascend/log
+  npuwatch scan ./asys_output --json | jq '.error_codes[] | {code, count, first}'
+
+exit status: 0 no error records, 1 error records found, 2 bad usage or unreadable input.
+"""
+
+
+def add_offline_commands(commands: Any) -> None:
+    parse = commands.add_parser(
+        "parse",
+        help="parse log files into records (JSON lines or a table)",
+        description="Parse CANN log files into structured records, one per log event "
+        "(multi-line records are kept whole).",
+        epilog=_EXAMPLES_PARSE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parse.add_argument("paths", nargs="+", metavar="PATH", help="log file, or - for stdin")
+    parse.add_argument(
+        "--format", choices=("jsonl", "table"), default="jsonl", help="output (default: jsonl)"
+    )
+    _add_common(parse)
+    parse.set_defaults(handler="npuwatch.commands.offline_run:run_parse")
+
+    scan = commands.add_parser(
+        "scan",
+        help="summarise a whole log tree after a failure",
+        description="Walk a CANN log tree, parse every file, and report counts by level, "
+        "module and log kind, every error code with where and when it was seen, and the first "
+        "ERROR of each process with the lines before it.",
+        epilog=_EXAMPLES_SCAN,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scan.add_argument(
+        "root",
+        nargs="?",
+        metavar="DIR",
+        help="log tree or file (default: $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log)",
+    )
+    scan.add_argument("--json", action="store_true", help="print one JSON document")
+    add_rules_option(scan)
+    scan.add_argument("--no-rules", action="store_true", help="only the summary, no findings")
+    scan.add_argument(
+        "--context",
+        type=_non_negative,
+        default=50,
+        metavar="N",
+        help="lines shown before each process's first ERROR (default: 50)",
+    )
+    _add_common(scan)
+    scan.set_defaults(handler="npuwatch.commands.offline_run:run_scan")
+
+    schema = commands.add_parser(
+        "schema",
+        help="print the JSON Schema of a record",
+        description="Print the JSON Schema of the records npuwatch writes (ECS field names).",
+    )
+    schema.set_defaults(handler="npuwatch.commands.offline_run:run_schema")
+
+
+def add_rules_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="more rule packs (a folder of *.yaml or one file), after the defaults and "
+        "/etc/npuwatch/rules.d; may be given several times",
+    )
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timezone",
+        metavar="TZ",
+        help="zone of the times in the logs, which CANN writes without one "
+        "(IANA name such as Asia/Shanghai; default: this host's zone)",
+    )
+    parser.add_argument("--host", metavar="NAME", help="host.name to put on every record")
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value

@@ -1,0 +1,137 @@
+"""`npuwatch parse`, `scan` and `schema`: the commands for a log tree on one machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from npuwatch.analysis.scan_text import render_scan
+from npuwatch.analysis.scan_tree import scan_tree
+from npuwatch.collector.files import line_chunks, read_chunks
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, error, fail
+from npuwatch.commands.rules_run import load_rules_or_fail
+from npuwatch.parsers import LocalClock, iter_records, resolve_timezone
+from npuwatch.records import Record, json_schema
+from npuwatch.rules.engine import RuleEngine
+from npuwatch.sinks.console import TableFormatter, to_json_line
+from npuwatch.terminal import Palette, ProgressLine, wants_colour
+
+
+def _clock(args: argparse.Namespace) -> LocalClock:
+    try:
+        return LocalClock(resolve_timezone(args.timezone))
+    except ValueError as problem:
+        fail(str(problem))
+
+
+def run_parse(args: argparse.Namespace) -> int:
+    clock = _clock(args)
+    out = sys.stdout
+    table = None
+    if args.format == "table":
+        table = TableFormatter(clock.zone, Palette(wants_colour(out)))
+    if table is not None:
+        out.write(table.header() + "\n")
+    status = EXIT_OK
+    for name in args.paths:
+        if name == "-":
+            blocks = iter(lambda: sys.stdin.buffer.read(1 << 20), b"")
+            _print_records(iter_records(line_chunks(blocks), clock, None, args.host), table)
+            continue
+        path = Path(name)
+        problem = _unreadable(path)
+        if problem is not None:
+            error(problem)
+            status = EXIT_USAGE
+            continue
+        try:
+            modified_us = path.stat().st_mtime_ns // 1000
+            records = iter_records(
+                read_chunks(path), clock, str(path), args.host, reference_us=modified_us
+            )
+            _print_records(records, table)
+        except BrokenPipeError:
+            raise
+        except OSError as failure:
+            error(f"cannot read {path}: {failure.strerror or failure}")
+            status = EXIT_USAGE
+    out.flush()
+    return status
+
+
+def _print_records(records: Iterable[Record], table: TableFormatter | None) -> None:
+    write = sys.stdout.write
+    if table is None:
+        for record in records:
+            write(to_json_line(record) + "\n")
+    else:
+        for record in records:
+            write(table.format(record) + "\n")
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    clock = _clock(args)
+    root = Path(args.root) if args.root else default_log_root()
+    if not root.exists():
+        fail(
+            f"log tree {root} does not exist: give the folder that holds debug/ and run/ "
+            "(for example ~/ascend/log), or set ASCEND_PROCESS_LOG_PATH"
+        )
+    if not os.access(root, os.R_OK):
+        fail(f"cannot read {root}: permission denied (run as the user that owns the logs)")
+    engine = None if args.no_rules else RuleEngine(load_rules_or_fail(args.rules))
+    progress = ProgressLine(sys.stderr, "scanning")
+    try:
+        result = scan_tree(
+            root,
+            clock,
+            context_lines=args.context,
+            host=args.host,
+            progress=progress.update,
+            engine=engine,
+        )
+    finally:
+        progress.close()
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_scan(result, clock.zone, Palette(wants_colour(sys.stdout))))
+        sys.stdout.write("\n")
+    for problem in result.problems:
+        error(problem)
+    if result.problems:
+        return EXIT_USAGE
+    return EXIT_FINDINGS if result.error_records else EXIT_OK
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    json.dump(json_schema(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return EXIT_OK
+
+
+def default_log_root() -> Path:
+    """Where CANN writes host logs: $ASCEND_PROCESS_LOG_PATH, else $ASCEND_WORK_PATH/log,
+    else ~/ascend/log (formats doc §5.1)."""
+    explicit = os.environ.get("ASCEND_PROCESS_LOG_PATH")
+    if explicit:
+        return Path(explicit)
+    work = os.environ.get("ASCEND_WORK_PATH")
+    if work:
+        return Path(work) / "log"
+    return Path.home() / "ascend" / "log"
+
+
+def _unreadable(path: Path) -> str | None:
+    if not path.exists():
+        return f"cannot read {path}: no such file (check the path)"
+    if path.is_dir():
+        return f"{path} is a folder: use 'npuwatch scan {path}' to walk a log tree"
+    if not os.access(path, os.R_OK):
+        return f"cannot read {path}: permission denied (run as the user that owns the logs)"
+    return None

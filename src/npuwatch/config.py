@@ -1,0 +1,292 @@
+"""The agent's configuration: what an operator may write in npuwatch.toml, and its defaults.
+
+The models describe the file and nothing else; `load_config` reads it, lays environment
+overrides over it and validates everything once, so that the runtime never re-checks a value.
+Every problem names its source (the file or the environment variable), the key and what was
+expected. `example_config` writes the whole file with every default, explained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from npuwatch.config_example import commented_toml
+from npuwatch.config_sources import (
+    ConfigError,
+    ConfigProblem,
+    ConfigUnreadable,
+    load_model,
+)
+from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.quantities import format_bytes, format_duration, parse_byte_size, parse_duration
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+"""Seconds, written in configuration as a number or as "200ms", "10s", "5m", "1h", "30d"."""
+
+ByteSize = Annotated[int, BeforeValidator(parse_byte_size)]
+"""Bytes, written in configuration as an int or as "64KiB", "64KB", "1 MiB", "10GiB"."""
+
+__all__ = [
+    "CONFIG_PATH_VARIABLE",
+    "DEFAULT_CONFIG_PATH",
+    "AgentSection",
+    "ByteSize",
+    "Config",
+    "ConfigError",
+    "ConfigProblem",
+    "ConfigUnreadable",
+    "ConsoleSinkSection",
+    "Duration",
+    "JournalSection",
+    "RulesSection",
+    "SinksSection",
+    "SourcesSection",
+    "config_path_from",
+    "example_config",
+    "format_bytes",
+    "format_duration",
+    "load_config",
+]
+
+DEFAULT_CONFIG_PATH = Path("/etc/npuwatch/npuwatch.toml")
+CONFIG_PATH_VARIABLE = "NPUWATCH_CONFIG"
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentSection(BaseModel):
+    """The agent process itself: its name, where it keeps state, how it stops."""
+
+    model_config = _STRICT
+
+    host_name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="host.name put on every record; unset means this machine's host name",
+        examples=["ascend-node-01"],
+    )
+    state_directory: Path = Field(
+        default=Path("/var/lib/npuwatch"),
+        description="where offsets and the journal live (systemd: StateDirectory=npuwatch)",
+    )
+    drain_timeout: Duration = Field(
+        default=60.0,
+        gt=0,
+        description="on SIGTERM, how long to drain queues and commit before giving up; keep it "
+        "below the unit's TimeoutStopSec (90s)",
+    )
+    timezone: str = Field(
+        default="local",
+        description="zone that CANN's local timestamps are written in: an IANA name such as "
+        'Asia/Shanghai, or "local" for this host\'s zone',
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone_is_known(cls, value: str) -> str:
+        resolve_timezone(value)  # raises ValueError naming the zone and what to write instead
+        return value
+
+
+class SourcesSection(BaseModel):
+    """Which log files are followed, and how they are read."""
+
+    model_config = _STRICT
+
+    roots: list[Path] = Field(
+        default=[],
+        description="folders to follow; empty means discover: $ASCEND_PROCESS_LOG_PATH, "
+        "~/ascend/log of each of `users`, and /var/log/npu/slog, those that exist",
+    )
+    users: list[str] = Field(
+        default=["root"],
+        description="whose ~/ascend/log to follow when roots is empty",
+    )
+    include: list[str] = Field(
+        default=["*.log", "*.log.*", "slogdlog*"],
+        description="shell patterns on the file name of the files to follow",
+    )
+    exclude: list[str] = Field(
+        default=[],
+        description="shell patterns on the path relative to its root, and on the name, of "
+        "files to leave out; exclude wins over include",
+    )
+    watch: bool = Field(
+        default=True,
+        description="wake up on inotify events; the periodic rescan runs either way",
+    )
+    rescan_interval: Duration = Field(
+        default=10.0, gt=0, description="how often the roots are walked for new and grown files"
+    )
+    idle_flush: Duration = Field(
+        default=5.0,
+        gt=0,
+        description="a record still being assembled (multi-line, or a last line without a "
+        "newline) is flushed once its file has been idle this long",
+    )
+    idle_close: Duration = Field(
+        default=60.0,
+        gt=0,
+        description="an open file not written for this long is closed, and reopened by its "
+        "identity when it grows",
+    )
+    deleted_grace: Duration = Field(
+        default=30.0,
+        gt=0,
+        description="a deleted file still open is read to its end, then closed within this time",
+    )
+    max_open_files: int = Field(default=256, ge=1, description="files held open at once")
+    read_chunk_bytes: ByteSize = Field(
+        default=1 << 20, ge=4 << 10, description="bytes read from a file at a time (at least 4KiB)"
+    )
+    max_line_bytes: ByteSize = Field(
+        default=64 << 10,
+        ge=1 << 10,
+        description="a longer line is cut at this size (at least 1KiB)",
+    )
+    max_record_lines: int = Field(
+        default=1000, ge=1, description="a multi-line record is cut after this many lines"
+    )
+    max_record_bytes: ByteSize = Field(
+        default=1 << 20, ge=1 << 10, description="a multi-line record is cut at this size"
+    )
+    fingerprint_bytes: int = Field(
+        default=256,
+        ge=16,
+        le=4096,
+        description="bytes at the start of a file hashed into its identity (16 to 4096), so "
+        "that a rotated or replaced file is told apart from the one it replaced",
+    )
+    queue_bytes: ByteSize = Field(
+        default=64 << 20,
+        ge=1 << 20,
+        description="parsed records not yet in the journal are held in memory up to this size; "
+        "beyond it reading pauses",
+    )
+
+
+class RulesSection(BaseModel):
+    """The rule packs that turn records into events."""
+
+    model_config = _STRICT
+
+    builtin: bool = Field(default=True, description="use the packs shipped with npuwatch")
+    paths: list[Path] = Field(
+        default=[], description="more rule packs: YAML files, or folders of *.yaml"
+    )
+    reload_interval: Duration = Field(
+        default=5.0, gt=0, description="how often rule files are checked for changes"
+    )
+
+
+class JournalSection(BaseModel):
+    """The local journal (SQLite segments) that every record is written to before shipping."""
+
+    model_config = _STRICT
+
+    path: Path | None = Field(
+        default=None,
+        description="folder of the journal; unset means <state_directory>/journal, and a "
+        "relative path is taken under state_directory",
+        examples=["/var/lib/npuwatch/journal"],
+    )
+    max_age: Duration = Field(
+        default=30 * 86400.0, gt=0, description="segments older than this are deleted"
+    )
+    max_bytes: ByteSize = Field(
+        default=10 << 30,
+        gt=0,
+        description="the oldest segments are deleted while the journal is larger than this",
+    )
+    segment_bytes: ByteSize = Field(
+        default=256 << 20,
+        gt=0,
+        description="a segment is closed and a new one started beyond this size, and at each "
+        "UTC day",
+    )
+    commit_interval: Duration = Field(
+        default=0.2, gt=0, description="group commit: batches are written together this often"
+    )
+    sync: Literal["full", "normal"] = Field(
+        default="full",
+        description='"full" fsyncs every commit and survives power loss; "normal" survives a '
+        "killed agent only",
+    )
+
+
+class ConsoleSinkSection(BaseModel):
+    """Records and events written to standard output (for a first look, or journald)."""
+
+    model_config = _STRICT
+
+    enabled: bool = Field(default=False, description="write to standard output")
+    format: Literal["text", "json"] = Field(
+        default="text", description='"text" for people, "json" for one JSON object a line'
+    )
+    events_only: bool = Field(
+        default=False, description="only events (records a rule matched), not every record"
+    )
+
+
+class SinksSection(BaseModel):
+    """Where records and events are shipped."""
+
+    model_config = _STRICT
+
+    console: ConsoleSinkSection = Field(default_factory=ConsoleSinkSection)
+
+
+class Config(BaseModel):
+    """The whole configuration file."""
+
+    model_config = _STRICT
+
+    agent: AgentSection = Field(default_factory=AgentSection)
+    sources: SourcesSection = Field(default_factory=SourcesSection)
+    rules: RulesSection = Field(default_factory=RulesSection)
+    journal: JournalSection = Field(default_factory=JournalSection)
+    sinks: SinksSection = Field(default_factory=SinksSection)
+
+    def journal_path(self) -> Path:
+        """The journal folder: journal.path (under state_directory when relative), else
+        <state_directory>/journal."""
+        return self.agent.state_directory / (self.journal.path or "journal")
+
+
+_EXAMPLE_HEADER = (
+    "npuwatch agent configuration, with every key at its default value.",
+    "",
+    "Put it at /etc/npuwatch/npuwatch.toml (or point NPUWATCH_CONFIG at it), keep only what you",
+    "change, and run `npuwatch config check`. Without a file the agent runs with these defaults.",
+    "Any key can also be set in the environment as NPUWATCH_<SECTION>__<KEY>, which wins over",
+    "this file: NPUWATCH_JOURNAL__MAX_AGE=7d, NPUWATCH_SOURCES__ROOTS='[\"/data/log\"]'.",
+    "Durations: 200ms, 10s, 5m, 1h, 30d, 1h30m. Sizes: 512, 64KiB, 1MiB, 10GiB (KB = 1000 bytes).",
+)
+
+
+def config_path_from(environ: Mapping[str, str]) -> Path | None:
+    """The configuration file named by $NPUWATCH_CONFIG, or None when it is not set."""
+    value = environ.get(CONFIG_PATH_VARIABLE)
+    return Path(value) if value else None
+
+
+def load_config(path: Path | None, environ: Mapping[str, str]) -> Config:
+    """The validated configuration from the file at `path` and NPUWATCH_* variables in
+    `environ`, which win over the file.
+
+    With `path` None, /etc/npuwatch/npuwatch.toml is read when it exists, and the defaults are
+    used when it does not. Raises ConfigUnreadable when a file cannot be read (or `path` does
+    not exist), ConfigError with every problem when the configuration is wrong.
+    """
+    if path is None and DEFAULT_CONFIG_PATH.exists():
+        path = DEFAULT_CONFIG_PATH
+    return load_model(Config, path, environ)
+
+
+def example_config() -> str:
+    """A complete configuration file: every table and key at its default, each explained."""
+    return commented_toml(Config, _EXAMPLE_HEADER)

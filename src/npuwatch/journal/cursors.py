@@ -1,0 +1,91 @@
+"""Named cursors: how far each journal reader (a sink) has taken the journal.
+
+Kept in one small JSON file, written atomically (temp file, fsync, rename, fsync the folder). A
+file left empty, cut short or full of NUL bytes by a crash is not fatal: the cursors it held are
+restarted at the beginning of the journal, which repeats entries but loses none (the sinks write
+with deterministic ids, so a repeat overwrites), and the agent says so once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from npuwatch.journal.reader import Position
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    blocks: Position = field(default_factory=Position)
+    events: Position = field(default_factory=Position)
+
+
+class CursorStore:
+    """Loads and saves the cursors of every reader in one file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.recovered = False
+        """True when the file was unreadable at load and the cursors were reset."""
+        self._cursors: dict[str, Cursor] = self._load()
+
+    def _load(self) -> dict[str, Cursor]:
+        try:
+            text = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        try:
+            data = json.loads(text.decode("utf-8"))
+            return {
+                name: Cursor(Position(*value["blocks"]), Position(*value["events"]))
+                for name, value in data["cursors"].items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            self.recovered = True
+            log.warning(
+                "cursor file %s is unreadable (%s, %d bytes); every sink restarts at the "
+                "beginning of the journal (entries may be sent again, none is lost)",
+                self.path,
+                type(error).__name__,
+                len(text),
+            )
+            return {}
+
+    def get(self, name: str) -> Cursor | None:
+        return self._cursors.get(name)
+
+    def set(self, name: str, cursor: Cursor) -> None:
+        self._cursors[name] = cursor
+
+    def save(self) -> None:
+        data = {
+            "version": 1,
+            "cursors": {
+                name: {
+                    "blocks": [c.blocks.segment, c.blocks.row],
+                    "events": [c.events.segment, c.events.row],
+                }
+                for name, c in sorted(self._cursors.items())
+            },
+        }
+        write_atomically(self.path, json.dumps(data, indent=1).encode())
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    temporary.replace(path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)

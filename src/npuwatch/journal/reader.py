@@ -1,0 +1,118 @@
+"""Reading the journal in order from a position, a page at a time, across segments.
+
+Sinks and `npuwatch grep` read through this. Memory stays bounded however large the backlog:
+a page is a few blocks, and a segment is opened only while it is being read.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from npuwatch.journal.segment import Segment, StoredBlock
+from npuwatch.journal.store import list_segments
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """A place in the journal: after row `row` of segment `segment` (0, 0 is the beginning)."""
+
+    segment: int = 0
+    row: int = 0
+
+
+class JournalReader:
+    """Pages through the blocks (or the events) of a journal directory."""
+
+    def __init__(self, directory: Path, readonly: bool = True) -> None:
+        self.directory = directory
+        self._readonly = readonly
+        self._open: dict[int, Segment] = {}
+        self.skipped_segments = 0
+        """Segments that could not be read (they are left for the agent to quarantine)."""
+
+    def close(self) -> None:
+        for segment in self._open.values():
+            segment.close()
+        self._open.clear()
+
+    def __enter__(self) -> JournalReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _segment(self, sequence: int, path: Path) -> Segment | None:
+        segment = self._open.get(sequence)
+        if segment is None:
+            try:
+                segment = Segment(path, sequence, readonly=self._readonly)
+                segment.last_block_id()  # fails now, not later, on a file that is not a journal
+            except sqlite3.DatabaseError as error:
+                log.warning("cannot read journal segment %s: %s", path, error)
+                self.skipped_segments += 1
+                return None
+            self._open[sequence] = segment
+        return segment
+
+    def _release_before(self, sequence: int) -> None:
+        for old in [s for s in self._open if s < sequence]:
+            self._open.pop(old).close()
+
+    def blocks_after(
+        self, position: Position, limit: int = 16
+    ) -> list[tuple[Position, StoredBlock]]:
+        """Up to `limit` blocks after `position`, each with the position just past it."""
+        for sequence, path in list_segments(self.directory):
+            if sequence < position.segment:
+                continue
+            segment = self._segment(sequence, path)
+            if segment is None:
+                continue
+            start = position.row if sequence == position.segment else 0
+            try:
+                blocks = segment.blocks_after(start, limit)
+            except sqlite3.DatabaseError as error:
+                log.warning("cannot read journal segment %s: %s", path, error)
+                self.skipped_segments += 1
+                continue
+            if blocks:
+                self._release_before(sequence)
+                return [(Position(sequence, block.id), block) for block in blocks]
+        return []
+
+    def events_after(self, position: Position, limit: int = 256) -> list[tuple[Position, str]]:
+        """Up to `limit` events (as JSON documents) after `position`."""
+        for sequence, path in list_segments(self.directory):
+            if sequence < position.segment:
+                continue
+            segment = self._segment(sequence, path)
+            if segment is None:
+                continue
+            start = position.row if sequence == position.segment else 0
+            try:
+                events = segment.events_after(start, limit)
+            except sqlite3.DatabaseError as error:
+                log.warning("cannot read journal segment %s: %s", path, error)
+                self.skipped_segments += 1
+                continue
+            if events:
+                return [(Position(sequence, seq), document) for seq, document in events]
+        return []
+
+    def end(self) -> tuple[Position, Position]:
+        """The positions after the last block and after the last event."""
+        segments = list_segments(self.directory)
+        blocks, events = Position(), Position()
+        for sequence, path in segments:
+            segment = self._segment(sequence, path)
+            if segment is None:
+                continue
+            last_block, last_event = segment.last_block_id(), segment.last_event_seq()
+            blocks = Position(sequence, last_block)
+            events = Position(sequence, last_event)
+        return blocks, events

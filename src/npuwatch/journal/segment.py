@@ -1,0 +1,390 @@
+"""One journal segment: a SQLite database in WAL mode holding blocks, events and checkpoints.
+
+Records, events and the source offsets they were read up to are written in one transaction, so
+the offsets on disk never run ahead of the records (nothing lost) nor behind them (nothing read
+twice): after `kill -9` the agent resumes exactly where the last commit left it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from npuwatch.journal.block import EncodedBlock
+
+FORMAT_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blocks (
+    id INTEGER PRIMARY KEY,
+    file_key TEXT NOT NULL,
+    path TEXT NOT NULL,
+    host TEXT,
+    kind TEXT,
+    channel TEXT,
+    device INTEGER,
+    file_pid INTEGER,
+    timezone TEXT,
+    first_us INTEGER,
+    last_us INTEGER,
+    count INTEGER NOT NULL,
+    levels TEXT NOT NULL,
+    modules TEXT NOT NULL,
+    codes TEXT NOT NULL,
+    pids TEXT NOT NULL,
+    first_offset INTEGER,
+    end_offset INTEGER,
+    written_us INTEGER NOT NULL,
+    raw_bytes INTEGER NOT NULL,
+    payload BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS blocks_by_last ON blocks (last_us);
+CREATE TABLE IF NOT EXISTS notable (
+    block_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    timestamp_us INTEGER,
+    level TEXT,
+    logger TEXT,
+    pid INTEGER,
+    code TEXT,
+    codes TEXT NOT NULL,
+    device INTEGER,
+    offset INTEGER,
+    original TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notable_by_level ON notable (level, timestamp_us);
+CREATE INDEX IF NOT EXISTS notable_by_time ON notable (timestamp_us);
+CREATE TABLE IF NOT EXISTS notable_codes (code TEXT NOT NULL, notable INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS notable_codes_by_code ON notable_codes (code);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    timestamp_us INTEGER,
+    rule TEXT NOT NULL,
+    category TEXT,
+    severity TEXT NOT NULL,
+    level TEXT,
+    logger TEXT,
+    code TEXT,
+    device INTEGER,
+    host TEXT,
+    path TEXT,
+    file_key TEXT,
+    offset INTEGER,
+    pid INTEGER,
+    count INTEGER NOT NULL,
+    document TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    file_key TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    device INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    fingerprint_length INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    offset INTEGER NOT NULL,
+    replay_from INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL
+);
+"""
+
+Sync = Literal["full", "normal"]
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """The file a block's records came from, as the block row names it."""
+
+    file_key: str
+    path: str
+    host: str | None = None
+    kind: str | None = None
+    channel: str | None = None
+    device: int | None = None
+    file_pid: int | None = None
+    timezone: str | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """How far a file has been journaled, and which file that is (see collector.identity)."""
+
+    file_key: str
+    path: str
+    device: int
+    inode: int
+    fingerprint_length: int
+    fingerprint: str
+    offset: int
+    """Every record that ends at or before this byte is in the journal."""
+    replay_from: int
+    """Where to start reading after a restart: before `offset` when a rule event triggered
+    before it was still waiting for context (the records in between are replayed to the rules,
+    not journaled again)."""
+    size: int
+    """The file's size when last seen (what 'deleted unread' compares against)."""
+    updated_us: int
+
+
+@dataclass(frozen=True)
+class BlockToWrite:
+    source: FileSource
+    block: EncodedBlock
+    first_offset: int | None
+    end_offset: int | None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    id: str
+    timestamp_us: int | None
+    rule: str
+    category: str | None
+    severity: str
+    level: str | None
+    logger: str | None
+    code: str | None
+    device: int | None
+    host: str | None
+    path: str | None
+    file_key: str | None
+    offset: int | None
+    pid: int | None
+    count: int
+    document: str
+
+
+@dataclass(frozen=True)
+class StoredBlock:
+    """A block row as read back: where it came from, its summary and its payload."""
+
+    id: int
+    source: FileSource
+    first_us: int | None
+    last_us: int | None
+    count: int
+    first_offset: int | None
+    end_offset: int | None
+    payload: bytes
+
+
+BLOCK_COLUMNS = (
+    "id, file_key, path, host, kind, channel, device, file_pid, timezone, first_us, last_us, "
+    "count, first_offset, end_offset, payload"
+)
+EVENT_COLUMNS = (
+    "seq, id, timestamp_us, rule, category, severity, level, logger, code, device, host, path, "
+    "file_key, offset, pid, count, document"
+)
+
+
+def block_from_row(row: Sequence[object]) -> StoredBlock:
+    (id_, key, path, host, kind, channel, device, file_pid, zone, first, last, count, start, end,
+     payload) = row  # fmt: skip
+    source = FileSource(key, path, host, kind, channel, device, file_pid, zone)  # type: ignore[arg-type]
+    return StoredBlock(id_, source, first, last, count, start, end, payload)  # type: ignore[arg-type]
+
+
+class Segment:
+    """An open segment file. Not shared between threads: each thread opens its own."""
+
+    def __init__(
+        self, path: Path, sequence: int, sync: Sync = "full", readonly: bool = False
+    ) -> None:
+        self.path = path
+        self.sequence = sequence
+        self.readonly = readonly
+        if readonly:
+            self._db = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
+        else:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT_VERSION,))
+
+    def close(self) -> None:
+        self._db.close()
+
+    def checkpoint_wal(self) -> None:
+        """Fold the write-ahead log into the database file (when the segment is closed)."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def quick_check(self) -> str | None:
+        """None when SQLite finds the file sound, else what it found."""
+        rows = self._db.execute("PRAGMA quick_check").fetchall()
+        result = "; ".join(str(row[0]) for row in rows)
+        return None if result == "ok" else result
+
+    def has_checkpoints(self) -> bool:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'checkpoints'").fetchone()
+        return row is not None
+
+    def checkpoints(self) -> list[Checkpoint]:
+        rows = self._db.execute(
+            "SELECT file_key, path, device, inode, fingerprint_length, fingerprint, offset, "
+            "replay_from, size, updated_us FROM checkpoints"
+        ).fetchall()
+        return [Checkpoint(*row) for row in rows]
+
+    def append(
+        self,
+        blocks: Iterable[BlockToWrite],
+        events: Iterable[EventRow],
+        checkpoints: Iterable[Checkpoint],
+        forget: Iterable[str],
+        written_us: int,
+        snapshot: bool = False,
+    ) -> None:
+        """Write blocks, events and checkpoints in one transaction. `snapshot`: the checkpoints
+        are every checkpoint there is (a new segment starts with the full set)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Row ids are given, not asked back per row, so that every insert is one
+            # executemany: an ERROR storm makes every record notable.
+            block_id = int(db.execute("SELECT coalesce(max(id), 0) FROM blocks").fetchone()[0])
+            notable_id = int(
+                db.execute("SELECT coalesce(max(rowid), 0) FROM notable").fetchone()[0]
+            )
+            block_rows: list[tuple[object, ...]] = []
+            notable_rows: list[tuple[object, ...]] = []
+            code_rows: list[tuple[str, int]] = []
+            for item in blocks:
+                block_id += 1
+                block_rows.append((block_id, *_block_values(item, written_us)))
+                for n in item.block.notable:
+                    notable_id += 1
+                    notable_rows.append(
+                        (
+                            notable_id,
+                            block_id,
+                            n.position,
+                            n.timestamp_us,
+                            n.level,
+                            n.logger,
+                            n.pid,
+                            n.code,
+                            n.codes,
+                            n.device,
+                            n.offset,
+                            n.original,
+                        )
+                    )
+                    if n.code is not None:
+                        code_rows.extend((code, notable_id) for code in n.codes.split())
+            db.executemany(
+                "INSERT INTO blocks (id, file_key, path, host, kind, channel, device, file_pid, "
+                "timezone, first_us, last_us, count, levels, modules, codes, pids, first_offset, "
+                "end_offset, written_us, raw_bytes, payload) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                block_rows,
+            )
+            db.executemany(
+                "INSERT INTO notable (rowid, block_id, position, timestamp_us, level, logger, "
+                "pid, code, codes, device, offset, original) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                notable_rows,
+            )
+            db.executemany("INSERT INTO notable_codes VALUES (?, ?)", code_rows)
+            db.executemany(
+                f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS.removeprefix('seq, ')}) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        e.id,
+                        e.timestamp_us,
+                        e.rule,
+                        e.category,
+                        e.severity,
+                        e.level,
+                        e.logger,
+                        e.code,
+                        e.device,
+                        e.host,
+                        e.path,
+                        e.file_key,
+                        e.offset,
+                        e.pid,
+                        e.count,
+                        e.document,
+                    )
+                    for e in events
+                ],
+            )
+            db.executemany("DELETE FROM checkpoints WHERE file_key = ?", [(k,) for k in forget])
+            db.executemany(
+                "INSERT OR REPLACE INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        c.file_key,
+                        c.path,
+                        c.device,
+                        c.inode,
+                        c.fingerprint_length,
+                        c.fingerprint,
+                        c.offset,
+                        c.replay_from,
+                        c.size,
+                        c.updated_us,
+                    )
+                    for c in checkpoints
+                ],
+            )
+            if snapshot:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('checkpoints', 'complete')")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def blocks_after(self, block_id: int, limit: int) -> list[StoredBlock]:
+        rows = self._db.execute(
+            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id > ? ORDER BY id LIMIT ?",
+            (block_id, limit),
+        ).fetchall()
+        return [block_from_row(row) for row in rows]
+
+    def last_block_id(self) -> int:
+        row = self._db.execute("SELECT max(id) FROM blocks").fetchone()
+        return int(row[0] or 0)
+
+    def last_event_seq(self) -> int:
+        row = self._db.execute("SELECT max(seq) FROM events").fetchone()
+        return int(row[0] or 0)
+
+    def events_after(self, seq: int, limit: int) -> list[tuple[int, str]]:
+        """(seq, document JSON) of the events after `seq`."""
+        rows = self._db.execute(
+            "SELECT seq, document FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+        ).fetchall()
+        return [(int(seq_), str(doc)) for seq_, doc in rows]
+
+    def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
+        """Run a read-only query (the `grep` planner builds these from its filters)."""
+        return self._db.execute(sql, parameters).fetchall()
+
+    def time_range(self) -> tuple[int | None, int | None, int | None]:
+        """(first record time, last record time, last write time) of the segment."""
+        row = self._db.execute(
+            "SELECT min(first_us), max(last_us), max(written_us) FROM blocks"
+        ).fetchone()
+        return row[0], row[1], row[2]
+
+
+def _block_values(item: BlockToWrite, written_us: int) -> tuple[object, ...]:
+    source, block = item.source, item.block
+    summary = block.summary
+    return (
+        source.file_key, source.path, source.host, source.kind, source.channel, source.device,
+        source.file_pid, source.timezone, summary.first_us, summary.last_us, summary.count,
+        summary.levels, summary.modules, summary.codes, summary.pids, item.first_offset,
+        item.end_offset, written_us, block.raw_bytes, block.payload,
+    )  # fmt: skip

@@ -1,0 +1,255 @@
+"""The journal: a directory of segments, one written at a time, with retention and quarantine.
+
+Segments are named `segment-<sequence>.db` and only ever grow, then close: a new one starts at
+each UTC day and when the active one passes its size bound. Every new segment begins with the full
+set of checkpoints, so the newest readable segment alone tells where every file stands; when it is
+lost (a hard reset that corrupted it), the one before it does, and the agent reads again exactly
+what the lost segment held, as long as the files still exist.
+
+A segment SQLite cannot read is moved to `quarantine/` with one log line, and the rest is served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, Segment, Sync
+
+_NAME = re.compile(r"^segment-(\d{8})\.db$")
+_SIDE_FILES = ("-wal", "-shm")
+_DAY_US = 86_400 * 1_000_000
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JournalSettings:
+    max_age_s: float = 30 * 86_400
+    max_bytes: int = 10 * 1024**3
+    segment_bytes: int = 256 * 1024**2
+    sync: Sync = "full"
+    compress: bool = True
+
+
+@dataclass
+class CommitBatch:
+    """What one transaction writes: blocks and events, and the checkpoints they reach."""
+
+    blocks: list[BlockToWrite] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    forget: list[str] = field(default_factory=list)
+    """Files gone for good: their checkpoints are dropped."""
+
+    def __bool__(self) -> bool:
+        return bool(self.blocks or self.events or self.checkpoints or self.forget)
+
+
+class JournalUnavailable(Exception):
+    """The journal cannot take writes now (disk full, read-only file system); retry later."""
+
+
+def segment_path(directory: Path, sequence: int) -> Path:
+    return directory / f"segment-{sequence:08d}.db"
+
+
+def list_segments(directory: Path) -> list[tuple[int, Path]]:
+    """(sequence, path) of the segments in `directory`, oldest first."""
+    found = []
+    try:
+        entries = list(directory.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for entry in entries:
+        match = _NAME.match(entry.name)
+        if match:
+            found.append((int(match[1]), entry))
+    return sorted(found)
+
+
+def segment_bytes_on_disk(path: Path) -> int:
+    total = 0
+    for suffix in ("", *_SIDE_FILES):
+        with contextlib.suppress(FileNotFoundError):
+            total += Path(f"{path}{suffix}").stat().st_size
+    return total
+
+
+def quarantine(path: Path, reason: str) -> Path:
+    """Move a segment (with its WAL) aside, so that the rest of the journal keeps working."""
+    target_dir = path.parent / "quarantine"
+    target_dir.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = target_dir / f"{path.name}.{stamp}"
+    for suffix in ("", *_SIDE_FILES):
+        source = Path(f"{path}{suffix}")
+        if source.exists():
+            shutil.move(str(source), f"{target}{suffix}")
+    log.error(
+        "journal segment %s is unreadable (%s); moved to %s, the rest of the journal is served",
+        path,
+        reason,
+        target,
+    )
+    return target
+
+
+class Journal:
+    """The writer's view of the journal: one active segment, checkpoints, retention."""
+
+    def __init__(
+        self,
+        directory: Path,
+        settings: JournalSettings | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.directory = directory
+        self.settings = settings or JournalSettings()
+        self._clock = clock
+        self._active: Segment | None = None
+        self._active_day = -1
+        self.checkpoints: dict[str, Checkpoint] = {}
+        self.quarantined = 0
+        """Segments moved to quarantine since start."""
+        self.segments_deleted = 0
+        self._snapshot_pending = False
+
+    # --- opening --------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Check the newest segments, load the checkpoints, and choose the segment to write."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for sequence, path in reversed(list_segments(self.directory)):
+            segment = self._open_checked(sequence, path)
+            if segment is None:
+                continue
+            if segment.has_checkpoints():
+                self.checkpoints = {c.file_key: c for c in segment.checkpoints()}
+                break
+            # A segment created just before a crash, before its first commit: it holds nothing.
+            segment.close()
+            self._delete(path)
+        self._start_segment()
+
+    def _open_checked(self, sequence: int, path: Path) -> Segment | None:
+        try:
+            segment = Segment(path, sequence, self.settings.sync)
+            problem = segment.quick_check()
+        except sqlite3.DatabaseError as error:
+            problem = str(error)
+            segment = None
+        if problem is None and segment is not None:
+            return segment
+        if segment is not None:
+            segment.close()
+        quarantine(path, problem or "unknown")
+        self.quarantined += 1
+        return None
+
+    def _start_segment(self) -> None:
+        segments = list_segments(self.directory)
+        sequence = segments[-1][0] + 1 if segments else 1
+        if self._active is not None:
+            self._active.checkpoint_wal()
+            self._active.close()
+        self._active = Segment(segment_path(self.directory, sequence), sequence, self.settings.sync)
+        self._active_day = int(self._clock() * 1_000_000) // _DAY_US
+        self._snapshot_pending = True
+
+    @property
+    def active_sequence(self) -> int:
+        assert self._active is not None, "open() first"
+        return self._active.sequence
+
+    def close(self) -> None:
+        if self._active is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._active.checkpoint_wal()
+            self._active.close()
+            self._active = None
+
+    # --- writing --------------------------------------------------------------------------
+
+    def commit(self, batch: CommitBatch) -> None:
+        """Write a batch durably; raises JournalUnavailable when the disk cannot take it."""
+        assert self._active is not None, "open() first"
+        now_us = int(self._clock() * 1_000_000)
+        try:
+            if self._should_roll(now_us):
+                self._start_segment()
+            checkpoints = dict(self.checkpoints)
+            for key in batch.forget:
+                checkpoints.pop(key, None)
+            checkpoints.update((c.file_key, c) for c in batch.checkpoints)
+            snapshot = self._snapshot_pending
+            self._active.append(
+                batch.blocks,
+                batch.events,
+                checkpoints.values() if snapshot else batch.checkpoints,
+                batch.forget,
+                now_us,
+                snapshot=snapshot,
+            )
+        except sqlite3.OperationalError as error:
+            raise JournalUnavailable(str(error)) from error
+        except OSError as error:
+            raise JournalUnavailable(f"{error.strerror or error}") from error
+        self._snapshot_pending = False
+        self.checkpoints = checkpoints
+
+    def _should_roll(self, now_us: int) -> bool:
+        assert self._active is not None
+        if self._snapshot_pending:
+            return False
+        if now_us // _DAY_US != self._active_day:
+            return True
+        return segment_bytes_on_disk(self._active.path) >= self.settings.segment_bytes
+
+    # --- retention ------------------------------------------------------------------------
+
+    def apply_retention(self) -> list[Path]:
+        """Delete closed segments older than the age bound, then the oldest beyond the size
+        bound. The active segment is never deleted. Returns the segments deleted."""
+        assert self._active is not None
+        now = self._clock()
+        closed = [(s, p) for s, p in list_segments(self.directory) if s != self._active.sequence]
+        deleted: list[Path] = []
+        sizes = {p: segment_bytes_on_disk(p) for _, p in closed}
+        total = sum(sizes.values()) + segment_bytes_on_disk(self._active.path)
+        for _, path in closed:  # oldest first
+            try:
+                age = now - path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if age > self.settings.max_age_s or total > self.settings.max_bytes:
+                self._delete(path)
+                total -= sizes[path]
+                deleted.append(path)
+        self.segments_deleted += len(deleted)
+        return deleted
+
+    @staticmethod
+    def _delete(path: Path) -> None:
+        for suffix in ("", *_SIDE_FILES):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    def total_bytes(self) -> int:
+        return sum(segment_bytes_on_disk(p) for _, p in list_segments(self.directory))
+
+    def oldest_write_s(self) -> float | None:
+        """When the oldest segment was last written (what age retention looks at)."""
+        segments = list_segments(self.directory)
+        if not segments:
+            return None
+        try:
+            return segments[0][1].stat().st_mtime
+        except FileNotFoundError:
+            return None

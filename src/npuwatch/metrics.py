@@ -1,0 +1,102 @@
+"""The agent's own metrics, all defined here, on a registry passed in (never the global one).
+
+Names follow the Prometheus guide: base units (seconds, bytes), `_total` on counters, and only
+labels with a small fixed set of values (a level, a severity, a reason) — never a path or a pid.
+The next hop (`/metrics`) exposes whatever registry the agent built.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+SOURCE_PROBLEMS = ("unreadable", "not_regular_file", "vanished", "watch_failed")
+"""The reasons `source_problems` counts (a fixed set, so the label stays bounded)."""
+
+
+class SelfMetrics:
+    """Every metric the agent keeps about itself."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.lines_read = Counter("npuwatch_lines_read", "Log lines read from files.", registry=r)
+        self.bytes_read = Counter("npuwatch_read_bytes", "Bytes read from log files.", registry=r)
+        self.records = Counter(
+            "npuwatch_records", "Records journaled, by log level.", ["level"], registry=r
+        )
+        self.events = Counter(
+            "npuwatch_events", "Rule events journaled, by severity.", ["severity"], registry=r
+        )
+        self.files_followed = Gauge("npuwatch_files_followed", "Files being followed.", registry=r)
+        self.files_open = Gauge("npuwatch_files_open", "Followed files held open.", registry=r)
+        self.files_deleted_unread = Counter(
+            "npuwatch_files_deleted_unread",
+            "Files deleted (by CANN's rotation or anyone) before they were read to the end.",
+            registry=r,
+        )
+        self.bytes_deleted_unread = Counter(
+            "npuwatch_deleted_unread_bytes",
+            "Bytes known to be lost in files deleted before they were read.",
+            registry=r,
+        )
+        self.source_problems = Counter(
+            "npuwatch_source_problems",
+            "Files or folders skipped: unreadable, not a regular file, vanished, not watched.",
+            ["reason"],
+            registry=r,
+        )
+        self.read_lag = Gauge(
+            "npuwatch_read_lag_seconds",
+            "How long the oldest unread bytes of any file have been waiting to be read.",
+            registry=r,
+        )
+        self.queue_bytes = Gauge(
+            "npuwatch_queue_bytes", "Bytes read but not yet journaled.", registry=r
+        )
+        self.queue_fill = Gauge(
+            "npuwatch_queue_fill_ratio", "Fill of the read queue, 0 to 1.", registry=r
+        )
+        self.journal_bytes = Gauge(
+            "npuwatch_journal_bytes", "Size of the journal on disk.", registry=r
+        )
+        self.journal_age = Gauge(
+            "npuwatch_journal_age_seconds",
+            "Age of the oldest journal segment (what retention by age looks at).",
+            registry=r,
+        )
+        self.checkpoint_age = Gauge(
+            "npuwatch_checkpoint_age_seconds",
+            "Time since the journal last committed a batch and its offsets.",
+            registry=r,
+        )
+        self.journal_unavailable = Gauge(
+            "npuwatch_journal_unavailable",
+            "1 while the journal cannot be written (disk full): reading pauses, nothing is lost.",
+            registry=r,
+        )
+        self.journal_commit_failures = Counter(
+            "npuwatch_journal_commit_failures", "Journal commits that failed.", registry=r
+        )
+        self.journal_segments_quarantined = Counter(
+            "npuwatch_journal_segments_quarantined",
+            "Journal segments found unreadable and moved aside.",
+            registry=r,
+        )
+        self.journal_segments_deleted = Counter(
+            "npuwatch_journal_segments_deleted",
+            "Journal segments removed by retention.",
+            registry=r,
+        )
+        self.rule_reloads = Counter(
+            "npuwatch_rule_reloads", "Rule set reloads, by result.", ["result"], registry=r
+        )
+        self.watching = Gauge(
+            "npuwatch_watch_active",
+            "1 while file events (inotify) wake the reader; 0 when only the rescan finds changes.",
+            registry=r,
+        )
+
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """The current value of a sample by its exposed name (for tests and the status line)."""
+        result = self.registry.get_sample_value(name, labels or {})
+        return 0.0 if result is None else result

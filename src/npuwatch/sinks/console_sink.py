@@ -1,0 +1,100 @@
+"""The console sink: prints journal entries as they are committed, through a named cursor.
+
+The first reader of the journal, and the model for the others: it reads after its cursor, a
+page at a time, and moves the cursor only over what it has written out. Text mode prints the
+original lines (what `tail -F` would have shown, from every file); JSON mode prints one ECS
+document per line. Events are printed as one line each (text) or their documents (JSON).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Literal, TextIO
+
+from npuwatch.journal.block import decode_block
+from npuwatch.journal.cursors import Cursor, CursorStore
+from npuwatch.journal.documents import to_record
+from npuwatch.journal.reader import JournalReader
+from npuwatch.sinks.console import to_json_line
+from npuwatch.sinks.event_text import event_line
+
+CURSOR_NAME = "console"
+
+
+class ConsoleSink:
+    """Prints new journal entries to `out` from its own thread."""
+
+    def __init__(
+        self,
+        journal_directory: Path,
+        cursors: CursorStore,
+        committed: threading.Condition,
+        stop: threading.Event,
+        out: TextIO,
+        output: Literal["text", "json"] = "text",
+        events_only: bool = False,
+        save_interval_s: float = 1.0,
+    ) -> None:
+        self._reader = JournalReader(journal_directory, readonly=False)
+        self._cursors = cursors
+        self._committed = committed
+        self._stop = stop
+        self._out = out
+        self._json = output == "json"
+        self._events_only = events_only
+        self._save_interval_s = save_interval_s
+        self.thread = threading.Thread(target=self._run, name="npuwatch-console", daemon=True)
+        cursor = cursors.get(CURSOR_NAME)
+        if cursor is None:
+            # First start: print what arrives from now on, not the whole history.
+            blocks, events = self._reader.end()
+            cursor = Cursor(blocks, events)
+            cursors.set(CURSOR_NAME, cursor)
+        self.cursor = cursor
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        last_save = time.monotonic()
+        try:
+            while True:
+                stopping = self._stop.is_set()
+                moved = self.pump()
+                if time.monotonic() - last_save >= self._save_interval_s:
+                    self._save()
+                    last_save = time.monotonic()
+                if stopping and not moved:
+                    return
+                if not moved:
+                    with self._committed:
+                        self._committed.wait(0.5)
+        finally:
+            self._save()
+            self._reader.close()
+
+    def pump(self) -> bool:
+        """Print one page of blocks and events after the cursor; True when there was one."""
+        moved = False
+        if not self._events_only:
+            for position, block in self._reader.blocks_after(self.cursor.blocks):
+                for stored in decode_block(block.payload):
+                    if self._json:
+                        self._out.write(to_json_line(to_record(stored, block.source)) + "\n")
+                    else:
+                        self._out.write(stored.original + "\n")
+                self.cursor = Cursor(position, self.cursor.events)
+                moved = True
+        for position, document in self._reader.events_after(self.cursor.events):
+            self._out.write((document if self._json else event_line(document)) + "\n")
+            self.cursor = Cursor(self.cursor.blocks, position)
+            moved = True
+        if moved:
+            self._out.flush()
+        return moved
+
+    def _save(self) -> None:
+        self._cursors.set(CURSOR_NAME, self.cursor)
+        self._cursors.save()

@@ -1,0 +1,167 @@
+"""`npuwatch config check|example`: exit codes 0 valid, 1 problems, 2 no such file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import npuwatch.commands.config_run
+import npuwatch.config
+from npuwatch.cli import main
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No NPUWATCH_* variable of the machine running the tests leaks into them."""
+    for name in list(os.environ):
+        if name.upper().startswith("NPUWATCH_"):
+            monkeypatch.delenv(name)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "npuwatch.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_check_of_a_valid_file_prints_ok_the_journal_and_the_log_roots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    path = write(
+        tmp_path,
+        f'[agent]\nhost_name = "node-7"\nstate_directory = "{tmp_path}"\n'
+        f'[sources]\nroots = ["{logs}"]\n',
+    )
+    assert main(["config", "check", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"{path}: ok",
+        "host: node-7",
+        f"journal: {tmp_path / 'journal'}",
+        f"log root: {logs}",
+    ]
+    assert captured.err == ""
+
+
+def test_check_says_when_no_log_root_exists_yet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(npuwatch.commands.config_run, "discover_roots", lambda sources, environ: [])
+    assert main(["config", "check", str(write(tmp_path, ""))]) == 0
+    assert "log roots: none yet" in capsys.readouterr().out
+
+
+def test_check_prints_each_problem_on_its_own_stderr_line_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, '[journal]\nmax_age = "soon"\n[sources]\nrootz = []\n')
+    assert main(["config", "check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{path}: sources.rootz: unknown key (known keys: roots, ")
+    assert lines[1] == (
+        f"{path}: journal.max_age: expected a duration such as 10s, 5m, 1h or 30d, got 'soon'"
+    )
+
+
+def test_check_reports_a_toml_syntax_error_with_line_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "[journal]\nmax_age = \n")
+    assert main(["config", "check", str(path)]) == 1
+    assert capsys.readouterr().err == f"{path}:2:11: invalid TOML: invalid value\n"
+
+
+def test_check_validates_the_environment_too_and_names_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NPUWATCH_JOURNAL__SYNC", "fast")
+    assert main(["config", "check", str(write(tmp_path, ""))]) == 1
+    assert capsys.readouterr().err == (
+        "environment NPUWATCH_JOURNAL__SYNC: journal.sync: input should be 'full' or 'normal', "
+        "got 'fast'\n"
+    )
+
+
+def test_check_of_a_missing_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.toml"
+    assert main(["config", "check", str(missing)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"npuwatch: {missing}: no such file (write one with ")
+    assert len(captured.err.splitlines()) == 1
+
+
+def test_check_of_a_folder_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["config", "check", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(f"{tmp_path}: cannot read: ")
+
+
+def test_check_without_a_file_uses_npuwatch_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, '[agent]\nhost_name = "from-variable"\n')
+    monkeypatch.setenv("NPUWATCH_CONFIG", str(path))
+    assert main(["config", "check"]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [f"{path}: ok", "host: from-variable"]
+
+
+def test_check_without_any_file_accepts_the_defaults_the_agent_would_run_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    default = tmp_path / "etc" / "npuwatch.toml"
+    monkeypatch.setattr(npuwatch.commands.config_run, "DEFAULT_CONFIG_PATH", default)
+    monkeypatch.setattr(npuwatch.config, "DEFAULT_CONFIG_PATH", default)
+    monkeypatch.delenv("NPUWATCH_CONFIG", raising=False)
+    assert main(["config", "check"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{default}: no such file; the agent runs with the defaults")
+    assert "journal: /var/lib/npuwatch/journal" in out
+
+
+def test_check_without_a_file_still_rejects_a_bad_environment_override(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    default = tmp_path / "etc" / "npuwatch.toml"
+    monkeypatch.setattr(npuwatch.commands.config_run, "DEFAULT_CONFIG_PATH", default)
+    monkeypatch.setattr(npuwatch.config, "DEFAULT_CONFIG_PATH", default)
+    monkeypatch.delenv("NPUWATCH_CONFIG", raising=False)
+    monkeypatch.setenv("NPUWATCH_JOURNAL__MAX_AGE", "soon")
+    assert main(["config", "check"]) == 1
+    assert "NPUWATCH_JOURNAL__MAX_AGE" in capsys.readouterr().err
+
+
+def test_example_prints_a_file_that_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["config", "example"]) == 0
+    text = capsys.readouterr().out
+    assert "\n[journal]\n" in text
+    path = write(tmp_path, text)
+    assert main(["config", "check", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: ok\n")
+
+
+def test_config_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["config", "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert "npuwatch config example > /etc/npuwatch/npuwatch.toml" in out
+    assert "NPUWATCH_<SECTION>__<KEY>" in out
+
+
+def test_config_without_an_action_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["config"])
+    assert exited.value.code == 2
+    assert "ACTION" in capsys.readouterr().err

@@ -1,0 +1,164 @@
+"""The systemd unit: systemd itself accepts it, and it keeps the contract the agent relies on."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+UNIT = REPO / "deploy" / "systemd" / "npuwatch.service"
+INSTALLED_COMMAND = "/usr/local/bin/npuwatch"
+AGENT_DRAIN_TIMEOUT_SECONDS = 60.0
+"""The agent's default drain_timeout: systemd must wait longer than that before SIGKILL."""
+
+Unit = dict[str, dict[str, list[str]]]
+
+
+def parse_unit(text: str) -> Unit:
+    """Sections → keys → every value in order (systemd allows a key more than once)."""
+    unit: Unit = {}
+    section: dict[str, list[str]] | None = None
+    lines = iter(text.splitlines())
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = unit.setdefault(line[1:-1], {})
+            continue
+        while line.endswith("\\"):
+            line = line[:-1] + " " + next(lines).strip()
+        assert section is not None, f"{raw!r} comes before any [Section]"
+        key, sep, value = line.partition("=")
+        assert sep, f"{raw!r} is not Key=value"
+        section.setdefault(key.strip(), []).append(value.strip())
+    return unit
+
+
+def seconds(span: str) -> float:
+    """A systemd time span such as `90s`, `1min 30s` or a bare number of seconds."""
+    units = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "": 1.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]*)", span)
+    assert parts, f"not a time span: {span!r}"
+    assert "".join(n + u for n, u in parts) == span.replace(" ", ""), f"not a time span: {span!r}"
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+@pytest.fixture(scope="module")
+def unit() -> Unit:
+    return parse_unit(UNIT.read_text(encoding="utf-8"))
+
+
+def only(unit: Unit, section: str, key: str) -> str:
+    values = unit[section].get(key, [])
+    assert len(values) == 1, f"[{section}] {key}= should be set once, is {values}"
+    return values[0]
+
+
+# What the agent and the operators rely on
+
+
+def test_the_service_tells_systemd_when_it_is_ready(unit: Unit) -> None:
+    assert only(unit, "Service", "Type") == "notify"
+    assert only(unit, "Service", "NotifyAccess") == "main"
+
+
+def test_the_service_has_a_watchdog(unit: Unit) -> None:
+    assert seconds(only(unit, "Service", "WatchdogSec")) > 0
+
+
+def test_systemd_waits_longer_than_the_agent_drains_before_killing_it(unit: Unit) -> None:
+    assert seconds(only(unit, "Service", "TimeoutStopSec")) > AGENT_DRAIN_TIMEOUT_SECONDS
+
+
+def test_the_configuration_is_checked_before_the_agent_starts(unit: Unit) -> None:
+    assert only(unit, "Service", "ExecStartPre") == f"{INSTALLED_COMMAND} config check"
+    assert only(unit, "Service", "ExecStart") == f"{INSTALLED_COMMAND} agent"
+
+
+def test_the_journal_lives_in_the_state_directory(unit: Unit) -> None:
+    assert only(unit, "Service", "StateDirectory") == "npuwatch"
+
+
+def test_home_folders_stay_readable_for_the_cann_logs(unit: Unit) -> None:
+    assert only(unit, "Service", "ProtectHome") == "read-only"
+
+
+def test_the_npu_devices_stay_visible(unit: Unit) -> None:
+    assert "PrivateDevices" not in unit["Service"]
+
+
+def test_a_missing_read_only_path_does_not_stop_the_unit_from_starting(unit: Unit) -> None:
+    paths = [path for value in unit["Service"]["ReadOnlyPaths"] for path in value.split()]
+    assert paths
+    assert all(path.startswith("-") for path in paths), paths
+
+
+def test_the_service_restarts_after_a_failure(unit: Unit) -> None:
+    assert only(unit, "Service", "Restart") == "on-failure"
+
+
+def test_the_service_is_enabled_for_the_normal_boot_target(unit: Unit) -> None:
+    assert only(unit, "Install", "WantedBy") == "multi-user.target"
+
+
+# systemd's own verdict
+
+
+def installed_npuwatch() -> Path:
+    """The `npuwatch` console script of the Python that runs the tests."""
+    beside_python = Path(sys.executable).parent / "npuwatch"
+    if beside_python.is_file():
+        return beside_python
+    found = shutil.which("npuwatch")
+    if found is None:
+        pytest.fail("the npuwatch command is not installed: run `pip install -e .` first")
+    return Path(found)
+
+
+def systemd_analyze() -> str:
+    found = shutil.which("systemd-analyze")
+    if found is None:
+        pytest.fail(
+            "systemd-analyze is not installed, so the unit cannot be verified: "
+            "install Debian's systemd package (apt-get install systemd)"
+        )
+    return found
+
+
+def verify(unit_text: str, folder: Path) -> tuple[int, list[str]]:
+    """Run `systemd-analyze verify` on a copy of the unit whose commands exist on this machine;
+    return its exit code and the lines it printed about the unit."""
+    copy = folder / UNIT.name
+    copy.write_text(unit_text.replace(INSTALLED_COMMAND, str(installed_npuwatch())))
+    result = subprocess.run(
+        [systemd_analyze(), "verify", str(copy)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # It may also talk about this machine (no systemd running in a container); only the lines
+    # about the unit are its verdict on our file.
+    output = (result.stdout + result.stderr).splitlines()
+    return result.returncode, [line for line in output if UNIT.name in line]
+
+
+@pytest.mark.integration
+def test_systemd_analyze_verify_accepts_the_unit_without_a_word(tmp_path: Path) -> None:
+    returncode, complaints = verify(UNIT.read_text(encoding="utf-8"), tmp_path)
+    assert complaints == []
+    assert returncode == 0
+
+
+@pytest.mark.integration
+def test_systemd_analyze_verify_would_catch_a_mistake_in_the_unit(tmp_path: Path) -> None:
+    broken = UNIT.read_text(encoding="utf-8").replace("TimeoutStopSec=", "TimeoutStopSecs=")
+    _, complaints = verify(broken, tmp_path)
+    assert any("Unknown key" in line and "TimeoutStopSecs" in line for line in complaints)
