@@ -78,7 +78,7 @@ class JournalStage:
         next_retention = self._monotonic()
         next_gauges = 0.0
         timing = self.timing
-        while True:
+        while not self._give_up.is_set():  # set only when the agent abandons its drain
             item = self._inbox.get(timeout=timing.commit_interval_s)
             if item is END:
                 self._commit(pending)

@@ -114,7 +114,7 @@ class RulesStage:
     def _run(self) -> None:
         next_rule_check = time.monotonic() + self._reload_interval_s
         try:
-            while True:
+            while not self._stop.is_set():  # set only when the agent abandons its drain
                 item = self._inbox.get(timeout=min(self._idle_flush_s, 1.0))
                 if item is END:
                     self._finish()

@@ -93,6 +93,9 @@ class FileTailer:
         self._reported: set[tuple[str, str]] = set()
         self._hints: set[str] = set()
         self._created: set[str] = set()
+        self._unresolved: set[str] = set()
+        """Paths a file event said were created, not yet followed: if one is gone before it
+        could be, its data is lost, and that is counted."""
 
     # --- finding files ----------------------------------------------------------------------
 
@@ -127,6 +130,7 @@ class FileTailer:
     def _take_hints(self) -> None:
         hints, self._hints = self._hints, set()
         created, self._created = self._created, set()
+        self._unresolved.update(path for path in created if self._is_wanted(path))
         for path in hints:
             try:
                 status = Path(path).stat()
@@ -134,7 +138,8 @@ class FileTailer:
                 tailed = next((t for t in self.files.values() if t.path == path), None)
                 if tailed is not None:
                     self._vanished(tailed)
-                elif path in created and self._is_wanted(path):
+                elif path in self._unresolved:
+                    self._unresolved.discard(path)
                     self._gone("", path, 0, unread_file=True)  # came and went unread
                 continue
             if self._is_wanted(path) and stat.S_ISREG(status.st_mode):
@@ -162,8 +167,15 @@ class FileTailer:
             tailed.mtime = status.st_mtime
 
     def _follow(self, path: str, status: os.stat_result) -> None:
-        fd = self._open_fd(path)
-        if fd is None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:  # deleted since it was listed
+            if status.st_size > 0 or path in self._unresolved:
+                self._unresolved.discard(path)
+                self._gone("", path, status.st_size, unread_file=True)
+            return
+        except OSError as error:
+            self._problem(path, error.strerror or str(error))
             return
         try:
             status = os.fstat(fd)
@@ -192,6 +204,7 @@ class FileTailer:
         tailed.size, tailed.mtime = status.st_size, status.st_mtime
         tailed.last_growth = self._monotonic()
         self.files[identity.inode_key] = tailed
+        self._unresolved.discard(path)
         self._hold(tailed, fd)
 
     # --- descriptors ----------------------------------------------------------------------
@@ -241,7 +254,8 @@ class FileTailer:
         for tailed in self._open.values():
             self._refresh(tailed)
         pending = sorted(
-            (t for t in self.files.values() if t.unread > 0), key=lambda t: (t.mtime, t.path)
+            (t for t in self.files.values() if t.size != t.position),  # grown, or truncated
+            key=lambda t: (t.mtime, t.path),
         )
         lag = 0.0
         did_read = False

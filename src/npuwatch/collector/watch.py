@@ -87,6 +87,11 @@ class FileWatcher:
         if not self._started:
             self._observer.start()
             self._started = True
+            # The observer drops an emitter that fails to start (too many watches) silently.
+            if len(self._observer.emitters) < len(self._watched):
+                self._metrics.source_problems.labels("watch_failed").inc()
+                log.warning("file events are not available for every root; rescanning only")
+                self._failed.update(self._watched)
         self._metrics.watching.set(1 if self._watched and not self._failed else 0)
 
     @property

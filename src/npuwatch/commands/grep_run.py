@@ -20,6 +20,7 @@ from typing import TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.journal.block import StoredRecord
 from npuwatch.journal.context import ContextReader
 from npuwatch.journal.query import Hit, Question, search, search_events
 from npuwatch.journal.store import list_segments
@@ -59,9 +60,8 @@ def parse_when(text: str, now_s: float, zone: tzinfo | None) -> int:
 def _names(text: str | None, upper: bool = True) -> frozenset[str]:
     if not text:
         return frozenset()
-    return frozenset(
-        (part.strip().upper() if upper else part.strip()) for part in text.split(",") if part
-    )
+    names = (part.strip() for part in text.split(","))
+    return frozenset((name.upper() if upper else name) for name in names if name)
 
 
 def build_question(args: argparse.Namespace, now_s: float) -> Question:
@@ -85,7 +85,9 @@ def build_question(args: argparse.Namespace, now_s: float) -> Question:
         since_us=since,
         until_us=until,
         levels=_names(args.level),
-        modules=_names(args.module),
+        # CANN modules are upper case (hccl finds HCCL); other loggers (lmdeploy,
+        # torch.distributed, Toolkit) are found as they are written.
+        modules=_names(args.module) | _names(args.module, upper=False),
         codes=_names(args.code),
         categories=_names(args.category, upper=False),
         device=args.device,
@@ -127,6 +129,7 @@ def run_grep(args: argparse.Namespace) -> int:
     try:
         for hit in hits:
             printer.print(hit)
+        printer.finish()
     finally:
         printer.close()
     return EXIT_OK if printer.matches else EXIT_FINDINGS
@@ -156,6 +159,11 @@ def _print_events(
     return EXIT_OK if found else EXIT_FINDINGS
 
 
+def _offset(record: StoredRecord) -> int:
+    assert record.offset is not None, "context is joined only for records with offsets"
+    return record.offset
+
+
 class _Printer:
     """Writes hits (and their context) as grep would, or as JSON documents."""
 
@@ -166,35 +174,74 @@ class _Printer:
         self._pattern = question.pattern
         self._out = out
         self._palette = Palette(wants_colour(out))
-        self._context = ContextReader(directory) if args.context > 0 else None
-        self._last: tuple[int, int, int] | None = None
+        # The index keeps fewer fields than a block (no end offset, no flags): a JSON document
+        # of an indexed hit is made from the record as its block holds it.
+        self._whole = bool(args.json and question.indexed)
+        needs_blocks = args.context > 0 or self._whole
+        self._reader = ContextReader(directory) if needs_blocks else None
+        self._file: str | None = None
+        """The file of the group being printed (with -C)."""
+        self._path = ""
+        self._printed: StoredRecord | None = None
+        """The last record of the group printed so far."""
+        self._pending: list[StoredRecord] = []
+        """The context after the last hit, held until the next hit shows whether it is one."""
         self.matches = 0
 
     def close(self) -> None:
-        if self._context is not None:
-            self._context.close()
+        if self._reader is not None:
+            self._reader.close()
+
+    def finish(self) -> None:
+        """Print what is held back (the context after the last hit)."""
+        for record in self._pending:
+            self._lines(self._path, record.original, "-", highlight=False)
+        self._pending = []
 
     def print(self, hit: Hit) -> None:
         self.matches += 1
         if self._args.json:
             from npuwatch.journal.documents import to_record  # noqa: PLC0415 - only for --json
 
-            document = to_record(hit.record, hit.source).to_document()
+            record = hit.record
+            if self._whole and self._reader is not None:
+                record = self._reader.record(hit)
+            document = to_record(record, hit.source).to_document()
             self._out.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
             self._out.write("\n")
             return
-        if self._context is None:
+        if self._reader is None or self._args.context <= 0:
             self._lines(hit.source.path, hit.record.original, ":", highlight=True)
             return
-        before, after = self._context.around(hit, self._args.context, self._args.context)
-        if self._last is not None:
-            self._out.write(self._palette.dim("--") + "\n")
-        for record in before:
-            self._lines(hit.source.path, record.original, "-", highlight=False)
-        self._lines(hit.source.path, hit.record.original, ":", highlight=True)
-        for record in after:
-            self._lines(hit.source.path, record.original, "-", highlight=False)
-        self._last = (hit.segment, hit.block_id, hit.position)
+        before, after = self._reader.around(hit, self._args.context, self._args.context)
+        record = hit.record
+        if self._joins(hit, before):
+            # Like grep, a group that overlaps or touches the one before continues it: each
+            # record once, and a hit inside the context before it printed as a hit.
+            assert self._printed is not None
+            held = [r for r in self._pending if _offset(r) < _offset(record)]
+            done = _offset(held[-1] if held else self._printed)
+            before = held + [r for r in before if _offset(r) > done]
+        else:
+            self.finish()
+            if self._file is not None:
+                self._out.write(self._palette.dim("--") + "\n")
+        self._file, self._path = hit.source.file_key, hit.source.path
+        for near in before:
+            self._lines(self._path, near.original, "-", highlight=False)
+        self._lines(self._path, record.original, ":", highlight=True)
+        self._printed, self._pending = record, after
+
+    def _joins(self, hit: Hit, before: list[StoredRecord]) -> bool:
+        """Whether the group of `hit` overlaps or touches the group printed last."""
+        if self._file != hit.source.file_key or self._printed is None:
+            return False
+        records = [self._printed, *self._pending, *before, hit.record]
+        if any(record.offset is None for record in records):
+            return False
+        last = self._pending[-1] if self._pending else self._printed
+        first = before[0] if before else hit.record
+        return _offset(first) <= _offset(last) or first.offset == last.end_offset
 
     def _lines(self, path: str, text: str, separator: str, highlight: bool) -> None:
         palette = self._palette

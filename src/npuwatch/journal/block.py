@@ -205,7 +205,7 @@ def decode_block(payload: bytes) -> list[StoredRecord]:
     """The records of a block, in their order."""
     try:
         return list(_decode(payload))
-    except (zlib.error, struct.error, ValueError, IndexError, KeyError) as error:
+    except (zlib.error, struct.error, ValueError, IndexError, KeyError, TypeError) as error:
         raise BlockFormatError(f"unreadable block: {error}") from error
 
 
@@ -224,6 +224,8 @@ def _decode(payload: bytes) -> Iterator[StoredRecord]:
         nonlocal view
         values = array(typecode)
         size = values.itemsize * items
+        if len(view) < size:  # a cut payload would otherwise give fewer values, silently
+            raise ValueError("block is shorter than its header says")
         values.frombytes(view[:size])
         view = view[size:]
         return values
@@ -234,6 +236,8 @@ def _decode(payload: bytes) -> Iterator[StoredRecord]:
     flags = take("I", count)
     lengths = take("I", count)
     kind = bytes(view[:1]).decode()
+    if kind not in ("B", "H"):
+        raise ValueError(f"unknown index width {kind!r}")
     view = view[1:]
     level_index = take(kind, count)
     logger_index = take(kind, count)
@@ -242,6 +246,8 @@ def _decode(payload: bytes) -> Iterator[StoredRecord]:
     pids, codes = json.loads(bytes(view[:columns_length]))
     text = bytes(view[columns_length:]).decode("utf-8")
     starts = [0, *accumulate(length + 1 for length in lengths)]
+    if len(text) != max(starts[-1] - 1, 0):  # the texts are the rest of the blob, exactly
+        raise ValueError("block text does not match its lengths")
     for index in range(count):
         time = times[index]
         offset = offsets[index]

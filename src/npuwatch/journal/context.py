@@ -49,6 +49,10 @@ class ContextReader:
             later = later + more[: after - len(later)]
         return earlier, later
 
+    def record(self, hit: Hit) -> StoredRecord:
+        """The hit's record as its block holds it (a hit from the index has fewer fields)."""
+        return self._block(hit.segment, hit.block_id)[1][hit.position]
+
     def _segment(self, sequence: int) -> Segment:
         segment = self._segments.get(sequence)
         if segment is None:

@@ -32,6 +32,7 @@ class JournalReader:
         self.directory = directory
         self._readonly = readonly
         self._open: dict[int, Segment] = {}
+        self._unreadable: set[int] = set()
         self.skipped_segments = 0
         """Segments that could not be read (they are left for the agent to quarantine)."""
 
@@ -51,13 +52,24 @@ class JournalReader:
         if segment is None:
             try:
                 segment = Segment(path, sequence, readonly=self._readonly)
+            except sqlite3.DatabaseError as error:
+                self._skip(sequence, path, error)
+                return None
+            try:
                 segment.last_block_id()  # fails now, not later, on a file that is not a journal
             except sqlite3.DatabaseError as error:
-                log.warning("cannot read journal segment %s: %s", path, error)
-                self.skipped_segments += 1
+                segment.close()
+                self._skip(sequence, path, error)
                 return None
             self._open[sequence] = segment
         return segment
+
+    def _skip(self, sequence: int, path: Path, error: sqlite3.DatabaseError) -> None:
+        # Once per segment: a reader polling at the end of the journal passes it every time.
+        if sequence not in self._unreadable:
+            self._unreadable.add(sequence)
+            log.warning("cannot read journal segment %s: %s", path, error)
+            self.skipped_segments += 1
 
     def _release_before(self, sequence: int) -> None:
         for old in [s for s in self._open if s < sequence]:
@@ -77,8 +89,7 @@ class JournalReader:
             try:
                 blocks = segment.blocks_after(start, limit)
             except sqlite3.DatabaseError as error:
-                log.warning("cannot read journal segment %s: %s", path, error)
-                self.skipped_segments += 1
+                self._skip(sequence, path, error)
                 continue
             if blocks:
                 self._release_before(sequence)
@@ -97,22 +108,20 @@ class JournalReader:
             try:
                 events = segment.events_after(start, limit)
             except sqlite3.DatabaseError as error:
-                log.warning("cannot read journal segment %s: %s", path, error)
-                self.skipped_segments += 1
+                self._skip(sequence, path, error)
                 continue
             if events:
+                self._release_before(sequence)
                 return [(Position(sequence, seq), document) for seq, document in events]
         return []
 
     def end(self) -> tuple[Position, Position]:
         """The positions after the last block and after the last event."""
-        segments = list_segments(self.directory)
-        blocks, events = Position(), Position()
-        for sequence, path in segments:
+        for sequence, path in reversed(list_segments(self.directory)):
             segment = self._segment(sequence, path)
             if segment is None:
                 continue
+            self._release_before(sequence)  # only the newest readable segment stays open
             last_block, last_event = segment.last_block_id(), segment.last_event_seq()
-            blocks = Position(sequence, last_block)
-            events = Position(sequence, last_event)
-        return blocks, events
+            return Position(sequence, last_block), Position(sequence, last_event)
+        return Position(), Position()

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 from npuwatch.journal.block import EncodedBlock
 
@@ -200,15 +201,23 @@ class Segment:
         self.sequence = sequence
         self.readonly = readonly
         if readonly:
+            # Quoted: a `?`, `#` or `%` in a folder name would otherwise end or change the path.
             self._db = sqlite3.connect(
-                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+                f"file:{quote(str(path))}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
             )
-        else:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            return
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
             self._db.executescript(_SCHEMA)
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT_VERSION,))
+        except BaseException:  # a full disk, or a file that is not a database
+            self._db.close()
+            raise
 
     def close(self) -> None:
         self._db.close()

@@ -24,6 +24,7 @@ from pathlib import Path
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, Segment, Sync
 
 _NAME = re.compile(r"^segment-(\d{8})\.db$")
+_QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")
 _SIDE_FILES = ("-wal", "-shm")
 _DAY_US = 86_400 * 1_000_000
 
@@ -133,6 +134,7 @@ class Journal:
                 continue
             if segment.has_checkpoints():
                 self.checkpoints = {c.file_key: c for c in segment.checkpoints()}
+                segment.close()
                 break
             # A segment created just before a crash, before its first commit: it holds nothing.
             segment.close()
@@ -140,6 +142,13 @@ class Journal:
         self._start_segment()
 
     def _open_checked(self, sequence: int, path: Path) -> Segment | None:
+        if path.stat().st_size == 0:
+            # Segment() writes the file's header before anything else, so an empty file is
+            # damage, not a segment created just before a crash; opening it would make it a new
+            # empty database and the deletion below would take its WAL (its commits) with it.
+            quarantine(path, "empty file")
+            self.quarantined += 1
+            return None
         try:
             segment = Segment(path, sequence, self.settings.sync)
             problem = segment.quick_check()
@@ -155,14 +164,33 @@ class Journal:
         return None
 
     def _start_segment(self) -> None:
-        segments = list_segments(self.directory)
-        sequence = segments[-1][0] + 1 if segments else 1
+        sequence = self._next_sequence()
+        path = segment_path(self.directory, sequence)
         if self._active is not None:
             self._active.checkpoint_wal()
+        try:
+            segment = Segment(path, sequence, self.settings.sync)
+        except BaseException:
+            # Disk full: the active segment stays, and the roll is tried again at the next
+            # commit. A half-made file left behind would look like a damaged segment.
+            self._delete(path)
+            raise
+        if self._active is not None:
             self._active.close()
-        self._active = Segment(segment_path(self.directory, sequence), sequence, self.settings.sync)
+        self._active = segment
         self._active_day = int(self._clock() * 1_000_000) // _DAY_US
         self._snapshot_pending = True
+
+    def _next_sequence(self) -> int:
+        """One past every sequence in use or in quarantine: a number is never given twice, so
+        that a reader's position in a quarantined segment never points into a new one."""
+        used = [sequence for sequence, _ in list_segments(self.directory)]
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            for entry in (self.directory / "quarantine").iterdir():
+                match = _QUARANTINED.match(entry.name)
+                if match:
+                    used.append(int(match[1]))
+        return max(used, default=0) + 1
 
     @property
     def active_sequence(self) -> int:

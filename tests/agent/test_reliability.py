@@ -1,0 +1,387 @@
+"""The RELIABILITY.md scenarios for tailing and the journal, each with exact line counts.
+
+Every test writes log lines that carry their own sequence number, runs the real agent (its
+reader, rules and journal threads) on a temporary tree, and compares the multiset of lines in the
+journal with the multiset written: nothing lost, nothing twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from npuwatch.records import Flag
+from tests.agent.harness import Harness, append, plog_line, plog_path, wait_until
+
+
+def lines_of(pid: int, start: int, count: int, level: str = "INFO") -> list[str]:
+    return [plog_line(pid, number, level) for number in range(start, start + count)]
+
+
+def test_a_burst_of_new_files_is_found_by_the_rescan_when_no_file_event_comes(
+    tmp_path: Path,
+) -> None:
+    """#1: with file events off (as after an inotify overflow), the rescan finds every file."""
+    harness = Harness(tmp_path, watch=False)
+    harness.start()
+    written: list[str] = []
+    for pid in range(200, 260):
+        lines = lines_of(pid, 0, 50)
+        append(plog_path(harness.logs, pid), lines)
+        written += lines
+    got = harness.wait_for_lines(Counter(written))
+    harness.stop()
+    assert got == Counter(written)
+
+
+def test_a_file_rotated_while_being_read_is_read_to_its_end_and_the_new_one_from_its_start(
+    tmp_path: Path,
+) -> None:
+    """#2: CANN rotates by starting a new file; the writer goes on there."""
+    harness = Harness(tmp_path)
+    first = plog_path(harness.logs, 300, stamp=1)
+    old = lines_of(300, 0, 20_000)
+    append(first, old)
+    harness.start()
+    second = plog_path(harness.logs, 300, stamp=2)
+    new = lines_of(300, 20_000, 5_000)
+    append(second, new)
+    tail = lines_of(300, 25_000, 10)
+    append(first, tail)  # a last write that raced with the rotation
+    got = harness.wait_for_lines(Counter(old + new + tail))
+    harness.stop()
+    assert got == Counter(old + new + tail)
+
+
+def test_a_file_truncated_and_written_again_has_its_new_content_read_once(
+    tmp_path: Path,
+) -> None:
+    """#3: truncated in place and rewritten: told apart by size and fingerprint."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 400)
+    before = lines_of(400, 0, 300)
+    append(path, before)
+    harness.start()
+    harness.wait_for_lines(Counter(before))
+    after = lines_of(401, 0, 100)  # different first bytes, shorter than before
+    path.write_text("".join(line + "\n" for line in after), encoding="utf-8")
+    got = harness.wait_for_lines(Counter(before + after))
+    harness.stop()
+    assert got == Counter(before + after)
+
+
+def test_a_truncated_file_rewritten_longer_with_the_same_first_line_is_read_again(
+    tmp_path: Path,
+) -> None:
+    """#3 again, the hard case: the size alone does not show it, the fingerprint does not
+    either (same first line); the file is fingerprinted over more than the first line."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 410)
+    first = plog_line(410, 0)
+    before = [first, *lines_of(410, 1, 20)]
+    append(path, before)
+    harness.start()
+    harness.wait_for_lines(Counter(before))
+    harness.stop()
+    after = [first, *lines_of(410, 1000, 400)]
+    path.write_text("".join(line + "\n" for line in after), encoding="utf-8")
+    harness.start()
+    got = harness.wait_for_lines(Counter(before + after))
+    harness.stop()
+    assert got == Counter(before + after)
+
+
+def test_rotation_while_the_agent_is_stopped_neither_rereads_nor_skips(tmp_path: Path) -> None:
+    """#4: lines added to the old file and a new file, both while stopped."""
+    harness = Harness(tmp_path)
+    first = plog_path(harness.logs, 500, stamp=1)
+    early = lines_of(500, 0, 1000)
+    append(first, early)
+    harness.start()
+    harness.wait_for_lines(Counter(early))
+    harness.stop()
+    late = lines_of(500, 1000, 200)
+    append(first, late)
+    second = plog_path(harness.logs, 500, stamp=2)
+    new = lines_of(500, 1200, 300)
+    append(second, new)
+    harness.start()
+    got = harness.wait_for_lines(Counter(early + late + new))
+    harness.stop()
+    assert got == Counter(early + late + new)
+
+
+def test_a_line_longer_than_the_cap_is_cut_and_flagged_and_the_offset_survives_a_restart(
+    tmp_path: Path,
+) -> None:
+    """#5: a 300 KiB line with a 4 KiB cap."""
+    harness = Harness(tmp_path, max_line_bytes=4096, read_chunk_bytes=65536)
+    path = plog_path(harness.logs, 600)
+    head = lines_of(600, 0, 3)
+    giant = plog_line(600, 3) + " " + "x" * 300_000
+    append(path, [*head, giant])
+    harness.start()
+    wait_until(lambda: sum(1 for _ in harness.records()) == 4)
+    harness.stop()
+    tail = lines_of(600, 4, 3)
+    append(path, tail)
+    harness.start()
+    wait_until(lambda: sum(1 for _ in harness.records()) == 7)
+    harness.stop()
+    records = list(harness.records())
+    assert [r.original for r in records[:3]] == head
+    assert records[3].original == giant[:4096]
+    assert records[3].flags & Flag.TRUNCATED
+    assert [r.original for r in records[4:]] == tail
+
+
+def test_a_partial_last_line_waits_for_its_end_across_a_restart(tmp_path: Path) -> None:
+    """#6: the line is completed after the restart, and journaled once, whole."""
+    harness = Harness(tmp_path, idle_flush=30.0)
+    path = plog_path(harness.logs, 700)
+    whole = lines_of(700, 0, 5)
+    partial = plog_line(700, 5)
+    path.write_text("".join(line + "\n" for line in whole) + partial[:40], encoding="utf-8")
+    harness.start()
+    # The fifth record is held: a continuation line may still come, and the idle timeout is
+    # long; the checkpoint stays at its start, so the restart reads it again.
+    harness.wait_for_lines(Counter(whole[:4]))
+    harness.stop()
+    assert harness.lines() == Counter(whole[:4])
+    following = plog_line(700, 6)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(partial[40:] + "\n" + following + "\n")
+    harness.start()
+    got = harness.wait_for_lines(Counter([*whole, partial]))
+    harness.stop()
+    assert got == Counter([*whole, partial])  # and `following` waits, as the fifth did
+
+
+def test_a_partial_last_line_is_flushed_flagged_after_the_idle_timeout(tmp_path: Path) -> None:
+    """#6: a line that never gets its end is not held forever, and not lost."""
+    harness = Harness(tmp_path, idle_flush=0.3)
+    path = plog_path(harness.logs, 710)
+    whole = lines_of(710, 0, 3)
+    partial = plog_line(710, 3)[:50]
+    path.write_text("".join(line + "\n" for line in whole) + partial, encoding="utf-8")
+    harness.start()
+    wait_until(lambda: sum(1 for _ in harness.records()) == 4)
+    harness.stop()
+    last = list(harness.records())[-1]
+    assert last.original == partial
+    assert last.flags & Flag.INCOMPLETE
+
+
+def test_a_reused_inode_is_a_new_file(tmp_path: Path) -> None:
+    """#9: delete a file, create another that gets the same inode (tmpfs and ext4 reuse the
+    freed inode at once)."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 800)
+    first = lines_of(800, 0, 500)
+    append(path, first)
+    harness.start()
+    harness.wait_for_lines(Counter(first))
+    harness.stop()
+    inode = path.stat().st_ino
+    path.unlink()
+    reused = None
+    second: list[str] = []
+    for attempt in range(50):
+        second = lines_of(801, attempt * 1000, 200)
+        append(path, second)
+        if path.stat().st_ino == inode:
+            reused = path
+            break
+        path.unlink()
+    assert reused is not None, "the file system did not reuse the inode"
+    harness.start()
+    got = harness.wait_for_lines(Counter(first + second))
+    harness.stop()
+    assert got == Counter(first + second)
+
+
+def test_two_files_starting_with_the_same_line_are_both_read(tmp_path: Path) -> None:
+    """#10."""
+    harness = Harness(tmp_path)
+    same = plog_line(900, 0)
+    one = [same, *lines_of(900, 1, 50)]
+    two = [same, *lines_of(901, 1, 60)]
+    append(plog_path(harness.logs, 900), one)
+    append(plog_path(harness.logs, 901), two)
+    harness.start()
+    got = harness.wait_for_lines(Counter(one + two))
+    harness.stop()
+    assert got == Counter(one + two)
+
+
+def test_a_short_file_after_a_long_one_at_the_same_path_starts_at_zero(tmp_path: Path) -> None:
+    """#11: the long file's offset must not be carried over to the short one."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 1000)
+    long = lines_of(1000, 0, 2000)
+    append(path, long)
+    harness.start()
+    harness.wait_for_lines(Counter(long))
+    harness.stop()
+    path.unlink()
+    short = lines_of(1001, 0, 3)
+    append(path, short)
+    harness.start()
+    got = harness.wait_for_lines(Counter(long + short))
+    harness.stop()
+    assert got == Counter(long + short)
+
+
+def test_a_slowly_written_multi_line_record_is_one_record(tmp_path: Path) -> None:
+    """#12: 500 continuation lines written in pieces with pauses shorter than the idle
+    timeout make one record; the last record, without a newline, is flushed when idle."""
+    harness = Harness(tmp_path, idle_flush=1.5)
+    path = plog_path(harness.logs, 1100)
+    head = plog_line(1100, 0, "ERROR", "dump follows")
+    continuation = [f"    register x{index:03d} = 0x{index:08x}" for index in range(500)]
+    append(path, [head])
+    harness.start()
+    for start in range(0, 500, 50):
+        append(path, continuation[start : start + 50])
+        wait_until(lambda: True, 0.1)
+    last = plog_line(1100, 1, "INFO", "after")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(last)  # no newline: flushed by the idle timeout
+    wait_until(lambda: sum(1 for _ in harness.records()) == 2, 20)
+    harness.stop()
+    records = list(harness.records())
+    assert records[0].original == "\n".join([head, *continuation])
+    assert records[1].original == last
+
+
+def test_a_deleted_file_still_open_is_read_to_its_end_and_released(tmp_path: Path) -> None:
+    """#15 and #20: a file deleted while held open loses nothing; its descriptor is released
+    within the grace time; a file deleted before it was ever read is counted."""
+    harness = Harness(tmp_path, deleted_grace=1.0)
+    path = plog_path(harness.logs, 1200)
+    first = lines_of(1200, 0, 100)
+    append(path, first)
+    agent = harness.start()
+    harness.wait_for_lines(Counter(first))
+    with path.open("a", encoding="utf-8") as handle:
+        more = lines_of(1200, 100, 50)
+        handle.write("".join(line + "\n" for line in more))
+        path.unlink()  # CANN deletes the oldest file; the agent still holds it open
+    got = harness.wait_for_lines(Counter(first + more))
+    wait_until(lambda: agent.metrics.value("npuwatch_files_open") == 0, 10)
+    harness.stop()
+    assert got == Counter(first + more)
+    assert harness.metrics.value("npuwatch_files_deleted_unread_total") == 0
+
+
+def test_a_record_held_when_the_agent_stopped_and_then_deleted_is_counted(
+    tmp_path: Path,
+) -> None:
+    """#20: the checkpoint left at the stop shows bytes not yet journaled; when the file is
+    gone at the next start, they are counted, not silently dropped."""
+    harness = Harness(tmp_path, idle_flush=30.0)
+    path = plog_path(harness.logs, 1300)
+    first = lines_of(1300, 0, 10)
+    append(path, first)
+    harness.start()
+    harness.wait_for_lines(Counter(first[:9]))  # the last record waits for what follows it
+    harness.stop()
+    path.unlink()
+    harness.start()
+    wait_until(lambda: harness.metrics.value("npuwatch_files_deleted_unread_total") == 1)
+    harness.stop()
+    assert harness.metrics.value("npuwatch_deleted_unread_bytes_total") == len(first[9]) + 1
+
+
+def test_every_file_that_came_and_went_is_either_journaled_or_counted(tmp_path: Path) -> None:
+    """#20: files created and deleted at once; each is read (the agent opened it in time and
+    read it to its end) or counted as deleted unread: none is silent. (The folder exists: a
+    file created and deleted in a folder too new to be watched yet cannot be seen at all.)"""
+    harness = Harness(tmp_path)
+    plog_path(harness.logs, 0).parent.mkdir(parents=True, exist_ok=True)
+    harness.start()
+    files = {}
+    for pid in range(1310, 1340):
+        lines = lines_of(pid, 0, 5)
+        path = plog_path(harness.logs, pid)
+        append(path, lines)
+        path.unlink()
+        files[pid] = lines
+
+    def accounted() -> int:
+        journaled = harness.lines()
+        read = sum(1 for lines in files.values() if not Counter(lines) - journaled)
+        counted = harness.metrics.value("npuwatch_files_deleted_unread_total")
+        return read + int(counted)
+
+    wait_until(lambda: accounted() == len(files))
+    harness.stop()
+    journaled = harness.lines()
+    for lines in files.values():  # a file is read whole or not at all
+        assert sum(journaled[line] for line in lines) in (0, len(lines))
+    assert accounted() == len(files)
+
+
+def test_unreadable_files_folders_and_link_loops_are_skipped_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """#22: the agent keeps running and reads everything else."""
+    harness = Harness(tmp_path)
+    good = lines_of(1400, 0, 20)
+    append(plog_path(harness.logs, 1400), good)
+    locked = plog_path(harness.logs, 1401)
+    append(locked, lines_of(1401, 0, 5))
+    locked.chmod(0)
+    (harness.logs / "debug" / "plog" / "plog-1402_20250914093300000.log").mkdir()
+    loop = harness.logs / "debug" / "loop.log"
+    os.symlink(loop, loop)
+    try:
+        harness.start()
+        got = harness.wait_for_lines(Counter(good))
+        harness.stop()
+    finally:
+        locked.chmod(0o644)
+    expected = Counter(good)
+    if os.geteuid() == 0:  # root reads a mode-0 file anyway
+        expected += Counter(lines_of(1401, 0, 5))
+    assert got == expected
+    assert harness.metrics.value("npuwatch_source_problems_total", {"reason": "unreadable"}) >= 1
+
+
+def test_binary_garbage_and_foreign_encodings_are_flagged_and_kept(tmp_path: Path) -> None:
+    """#23: NUL bytes, invalid UTF-8 and GBK text become flagged records; nothing escapes."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 1500)
+    good = plog_line(1500, 0)
+    gbk = plog_line(1500, 1, "ERROR", "设备异常").encode("gbk")
+    payload = good.encode() + b"\n" + b"\x00\x01\xff\xfe garbage\n" + gbk + b"\n"
+    path.write_bytes(payload)
+    harness.start()
+    wait_until(lambda: sum(1 for _ in harness.records()) == 2)
+    harness.stop()
+    records = list(harness.records())
+    # The garbage has no header: it continues the record before it, escaped, and flags it.
+    assert records[0].original == good + "\n" + "\x00\x01\\xff\\xfe garbage"
+    assert records[0].flags & Flag.INVALID_ENCODING
+    assert records[1].original == gbk.decode("gbk")
+    assert records[1].flags & Flag.INVALID_ENCODING
+
+
+def test_a_crash_loses_nothing_that_was_written_and_duplicates_nothing(tmp_path: Path) -> None:
+    """#7/#8 in process: stop without draining (what a kill leaves), then start again."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 1600)
+    written: list[str] = []
+    harness.start()
+    for round_number in range(5):
+        lines = lines_of(1600, round_number * 3000, 3000)
+        append(path, lines)
+        written += lines
+        harness.crash()
+        harness.start()
+    got = harness.wait_for_lines(Counter(written))
+    harness.stop()
+    assert got == Counter(written)

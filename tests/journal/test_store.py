@@ -1,0 +1,396 @@
+"""The journal: commits that survive a restart, segments that roll, damaged segments set aside,
+retention, and a full disk that stops commits without losing or repeating any."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from npuwatch.journal.block import decode_block
+from npuwatch.journal.segment import Checkpoint, Segment
+from npuwatch.journal.store import (
+    CommitBatch,
+    Journal,
+    JournalSettings,
+    JournalUnavailable,
+    segment_bytes_on_disk,
+    segment_path,
+)
+from tests.journal.conftest import checkpoint, epoch_us, numbered_blocks, segment_files
+
+NOON_S = epoch_us("2025-09-14T12:00:00") / 1_000_000
+DAY_S = 86_400.0
+
+
+@contextmanager
+def opened(
+    directory: Path,
+    settings: JournalSettings | None = None,
+    clock: Callable[[], float] = lambda: NOON_S,
+) -> Iterator[Journal]:
+    journal = Journal(directory, settings, clock=clock)
+    journal.open()
+    try:
+        yield journal
+    finally:
+        journal.close()
+
+
+def write_segment(directory: Path, batch: CommitBatch) -> int:
+    """Open the journal (a new segment), commit `batch`, close; the segment's sequence."""
+    with opened(directory) as journal:
+        journal.commit(batch)
+        return journal.active_sequence
+
+
+def stored_checkpoints(path: Path) -> dict[str, Checkpoint]:
+    segment = Segment(path, 0, readonly=True)
+    try:
+        return {c.file_key: c for c in segment.checkpoints()}
+    finally:
+        segment.close()
+
+
+def stored_texts(path: Path) -> list[str]:
+    """The message of every record of every block of a segment file, in order."""
+    segment = Segment(path, 0, readonly=True)
+    try:
+        blocks = segment.blocks_after(0, 100_000)
+    finally:
+        segment.close()
+    return [
+        record.original.rsplit("]", 1)[1]
+        for block in blocks
+        for record in decode_block(block.payload)
+    ]
+
+
+def steps(first: int, count: int) -> list[str]:
+    return [f"step {index} finished" for index in range(first, first + count)]
+
+
+# --- restarts ---------------------------------------------------------------------------------
+
+
+def test_a_new_journal_object_restores_the_checkpoints_of_the_last_commit(tmp_path: Path) -> None:
+    with opened(tmp_path) as journal:
+        journal.commit(CommitBatch(checkpoints=[checkpoint("a", 100), checkpoint("b", 7)]))
+        journal.commit(CommitBatch(checkpoints=[checkpoint("a", 250)], forget=["b"]))
+        journal.commit(CommitBatch(checkpoints=[checkpoint("c", 3)]))
+    with opened(tmp_path) as journal:
+        assert journal.checkpoints == {"a": checkpoint("a", 250), "c": checkpoint("c", 3)}
+
+
+def test_every_open_starts_a_new_segment(tmp_path: Path) -> None:
+    sequences = []
+    for _ in range(3):
+        with opened(tmp_path) as journal:
+            sequences.append(journal.active_sequence)
+            journal.commit(CommitBatch(checkpoints=[checkpoint("a", 1)]))
+    assert sequences == [1, 2, 3]
+    assert segment_files(tmp_path) == [f"segment-0000000{n}.db" for n in (1, 2, 3)]
+
+
+def test_the_first_commit_of_a_new_segment_holds_every_checkpoint(tmp_path: Path) -> None:
+    write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 100), checkpoint("b", 7)]))
+    write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("c", 3)]))
+    assert stored_checkpoints(segment_path(tmp_path, 2)) == {
+        "a": checkpoint("a", 100),
+        "b": checkpoint("b", 7),
+        "c": checkpoint("c", 3),
+    }
+    # So the newest segment alone is enough: without every older one, nothing is forgotten.
+    segment_path(tmp_path, 1).unlink()
+    with opened(tmp_path) as journal:
+        assert set(journal.checkpoints) == {"a", "b", "c"}
+        assert journal.checkpoints["a"] == checkpoint("a", 100)
+
+
+def test_a_segment_created_but_never_committed_is_deleted_at_open(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 100)]))
+    with opened(tmp_path):
+        pass  # a crash right after the start: segment 2 has its tables and nothing else
+    assert segment_files(tmp_path) == ["segment-00000001.db", "segment-00000002.db"]
+    with caplog.at_level(logging.WARNING), opened(tmp_path) as journal:
+        assert journal.checkpoints == {"a": checkpoint("a", 100)}
+        assert journal.quarantined == 0
+        assert journal.active_sequence == 2
+        assert stored_texts(segment_path(tmp_path, 2)) == []
+    assert caplog.records == []
+    assert not (tmp_path / "quarantine").exists()
+
+
+# --- damaged segments -------------------------------------------------------------------------
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _cut_in_half(path: Path) -> None:
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+
+
+def _nul_in_the_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    quarter = len(data) // 4
+    data[quarter : 3 * quarter] = bytes(2 * quarter)
+    path.write_bytes(bytes(data))
+
+
+DAMAGE = {
+    "empty": _empty,
+    "cut in half": _cut_in_half,
+    "NUL bytes in the middle": _nul_in_the_middle,
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_newest_segment_is_quarantined_and_the_one_before_it_is_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    write_segment(tmp_path, CommitBatch(numbered_blocks(0, 3), checkpoints=[checkpoint("a", 100)]))
+    write_segment(tmp_path, CommitBatch(numbered_blocks(3, 3), checkpoints=[checkpoint("a", 200)]))
+    DAMAGE[damage](segment_path(tmp_path, 2))
+    with caplog.at_level(logging.WARNING), opened(tmp_path) as journal:
+        assert journal.quarantined == 1
+        assert journal.checkpoints == {"a": checkpoint("a", 100)}
+        # Never the quarantined number again: a reader's position in it must not point here.
+        assert journal.active_sequence == 3
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.name, r.levelname) for r in errors] == [("npuwatch.journal.store", "ERROR")]
+    assert "segment-00000002.db" in errors[0].getMessage()
+    assert segment_files(tmp_path) == ["segment-00000001.db", "segment-00000003.db"]
+    (moved,) = segment_files(tmp_path / "quarantine")
+    assert moved.startswith("segment-00000002.db.")
+    assert stored_texts(segment_path(tmp_path, 1)) == steps(0, 3)
+
+
+def test_an_empty_segment_is_quarantined_with_the_wal_that_holds_its_commits(
+    tmp_path: Path,
+) -> None:
+    journal_dir, crash_image = tmp_path / "journal", tmp_path / "after-reset"
+    write_segment(journal_dir, CommitBatch(checkpoints=[checkpoint("a", 100)]))
+    crash_image.mkdir()
+    shutil.copy(segment_path(journal_dir, 1), crash_image)
+    with opened(journal_dir) as journal:
+        journal.commit(CommitBatch(numbered_blocks(0, 4), checkpoints=[checkpoint("a", 200)]))
+        # The files as a hard reset leaves them: the commit is in the WAL only ...
+        for name in ("segment-00000002.db", "segment-00000002.db-wal"):
+            shutil.copy(journal_dir / name, crash_image / name)
+    wal_bytes = (crash_image / "segment-00000002.db-wal").stat().st_size
+    (crash_image / "segment-00000002.db").write_bytes(b"")  # ... and the file came back empty
+    with opened(crash_image) as journal:
+        assert journal.quarantined == 1
+        assert journal.checkpoints == {"a": checkpoint("a", 100)}
+    moved = sorted(entry.name for entry in (crash_image / "quarantine").iterdir())
+    assert [name.startswith("segment-00000002.db.") for name in moved] == [True, True]
+    assert moved[1] == moved[0] + "-wal"
+    assert (crash_image / "quarantine" / moved[1]).stat().st_size == wal_bytes
+
+
+def test_sequence_numbers_keep_growing_after_a_quarantine_across_restarts(tmp_path: Path) -> None:
+    write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 1)]))
+    write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 2)]))
+    _cut_in_half(segment_path(tmp_path, 2))
+    with opened(tmp_path) as journal:
+        first = journal.active_sequence  # a crash before the first commit: nothing to keep
+    with opened(tmp_path) as journal:
+        second = journal.active_sequence
+    # The second open deletes the empty segment 3; 2 is in quarantine, and never given again.
+    assert (first, second) == (3, 3)
+
+
+# --- rolling ----------------------------------------------------------------------------------
+
+
+def test_a_segment_past_its_size_bound_rolls_and_the_new_one_holds_every_checkpoint(
+    tmp_path: Path,
+) -> None:
+    with opened(tmp_path, JournalSettings(segment_bytes=1)) as journal:
+        journal.commit(
+            CommitBatch(numbered_blocks(0, 2), checkpoints=[checkpoint("a", 1), checkpoint("b", 5)])
+        )
+        journal.commit(CommitBatch(numbered_blocks(2, 2), checkpoints=[checkpoint("a", 2)]))
+        journal.commit(CommitBatch(numbered_blocks(4, 2), checkpoints=[checkpoint("a", 3)]))
+        assert journal.active_sequence == 3
+    for sequence, offset in ((1, 1), (2, 2), (3, 3)):
+        path = segment_path(tmp_path, sequence)
+        assert stored_texts(path) == steps(2 * (sequence - 1), 2)
+        assert stored_checkpoints(path) == {"a": checkpoint("a", offset), "b": checkpoint("b", 5)}
+
+
+def test_a_segment_under_its_size_bound_takes_every_commit(tmp_path: Path) -> None:
+    with opened(tmp_path) as journal:
+        for first in (0, 2, 4):
+            journal.commit(CommitBatch(numbered_blocks(first, 2)))
+        assert journal.active_sequence == 1
+    assert stored_texts(segment_path(tmp_path, 1)) == steps(0, 6)
+
+
+def test_a_new_utc_day_starts_a_new_segment(tmp_path: Path) -> None:
+    now = [epoch_us("2025-09-14T23:59:58") / 1_000_000]
+    with opened(tmp_path, clock=lambda: now[0]) as journal:
+        journal.commit(CommitBatch(numbered_blocks(0, 1), checkpoints=[checkpoint("a", 1)]))
+        now[0] += 1.5  # 23:59:59.5, the same day
+        journal.commit(CommitBatch(numbered_blocks(1, 1), checkpoints=[checkpoint("a", 2)]))
+        assert journal.active_sequence == 1
+        now[0] += 1.0  # 00:00:00.5 the next day
+        journal.commit(CommitBatch(numbered_blocks(2, 1), checkpoints=[checkpoint("b", 9)]))
+        assert journal.active_sequence == 2
+    assert stored_texts(segment_path(tmp_path, 1)) == steps(0, 2)
+    assert stored_texts(segment_path(tmp_path, 2)) == steps(2, 1)
+    assert stored_checkpoints(segment_path(tmp_path, 2)) == {
+        "a": checkpoint("a", 2),
+        "b": checkpoint("b", 9),
+    }
+
+
+# --- retention --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def four_segments(tmp_path: Path) -> Iterator[Journal]:
+    """Segments 1-3 closed (a block each), segment 4 active; every file written at NOON_S."""
+    for first in range(3):
+        write_segment(
+            tmp_path, CommitBatch(numbered_blocks(first, 1), checkpoints=[checkpoint("a", first)])
+        )
+    with opened(tmp_path, JournalSettings(max_age_s=30 * DAY_S)) as journal:
+        journal.commit(CommitBatch(numbered_blocks(3, 1)))
+        for sequence in (1, 2, 3, 4):
+            os.utime(segment_path(tmp_path, sequence), (NOON_S, NOON_S))
+        yield journal
+
+
+def test_retention_deletes_closed_segments_older_than_the_age_bound(
+    tmp_path: Path, four_segments: Journal
+) -> None:
+    for sequence, age_days in ((1, 31), (2, 30.5), (3, 29)):
+        stamp = NOON_S - age_days * DAY_S
+        os.utime(segment_path(tmp_path, sequence), (stamp, stamp))
+    # Side files a reader left behind go with their segment.
+    Path(f"{segment_path(tmp_path, 1)}-wal").write_bytes(b"")
+    Path(f"{segment_path(tmp_path, 1)}-shm").write_bytes(b"")
+    deleted = four_segments.apply_retention()
+    assert deleted == [segment_path(tmp_path, 1), segment_path(tmp_path, 2)]
+    assert four_segments.segments_deleted == 2
+    assert segment_files(tmp_path) == ["segment-00000003.db", "segment-00000004.db"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("segment-00000001")]
+
+
+def test_retention_deletes_the_oldest_segments_beyond_the_size_bound(
+    tmp_path: Path, four_segments: Journal
+) -> None:
+    oldest = segment_bytes_on_disk(segment_path(tmp_path, 1))
+    four_segments.settings = JournalSettings(max_bytes=four_segments.total_bytes() - oldest)
+    assert four_segments.apply_retention() == [segment_path(tmp_path, 1)]
+    assert segment_files(tmp_path) == [f"segment-0000000{n}.db" for n in (2, 3, 4)]
+
+
+def test_retention_never_deletes_the_active_segment(tmp_path: Path, four_segments: Journal) -> None:
+    old = NOON_S - 365 * DAY_S
+    os.utime(segment_path(tmp_path, 4), (old, old))
+    four_segments.settings = JournalSettings(max_age_s=DAY_S, max_bytes=1)
+    assert len(four_segments.apply_retention()) == 3
+    assert segment_files(tmp_path) == ["segment-00000004.db"]
+    four_segments.commit(CommitBatch(numbered_blocks(4, 1)))
+    assert stored_texts(segment_path(tmp_path, 4)) == steps(3, 2)
+
+
+# --- a full disk ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB file system (tmpfs), so that the disk fills the way it does in production."""
+    mount_point = tmp_path / "small-fs"
+    mount_point.mkdir()
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        unmounted = subprocess.run(["umount", str(mount_point)], capture_output=True, check=False)
+        if unmounted.returncode != 0:  # something still open: detach it now, free it later
+            subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
+
+
+def fill(directory: Path) -> Path:
+    """Write a file until the file system has no byte left; the file."""
+    filler = directory / "filler"
+    handle = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(handle, b"\xa5" * 4096)
+    except OSError as error:
+        assert error.errno == 28, error  # ENOSPC
+    finally:
+        os.close(handle)
+    return filler
+
+
+def test_a_full_disk_stops_commits_and_the_same_batch_commits_once_when_space_returns(
+    small_filesystem: Path,
+) -> None:
+    directory = small_filesystem / "journal"
+    batch = CommitBatch(numbered_blocks(0, 20), checkpoints=[checkpoint("a", 2000)])
+    with opened(directory) as journal:
+        journal.commit(CommitBatch(checkpoints=[checkpoint("a", 0)]))
+        filler = fill(small_filesystem)
+        with pytest.raises(JournalUnavailable, match="full"):
+            journal.commit(batch)
+        with pytest.raises(JournalUnavailable):
+            journal.commit(batch)
+        assert journal.checkpoints == {"a": checkpoint("a", 0)}
+        filler.unlink()
+        journal.commit(batch)
+        assert journal.checkpoints == {"a": checkpoint("a", 2000)}
+    assert stored_texts(segment_path(directory, 1)) == steps(0, 20)
+    with opened(directory) as journal:
+        assert journal.checkpoints == {"a": checkpoint("a", 2000)}
+
+
+def test_a_full_disk_at_a_roll_keeps_the_active_segment_and_rolls_when_space_returns(
+    small_filesystem: Path,
+) -> None:
+    directory = small_filesystem / "journal"
+    batch = CommitBatch(numbered_blocks(0, 20), checkpoints=[checkpoint("a", 2000)])
+    with opened(directory, JournalSettings(segment_bytes=1)) as journal:
+        journal.commit(CommitBatch(numbered_blocks(100, 1), checkpoints=[checkpoint("a", 0)]))
+        # Fold the WAL into the file now, so that closing segment 1 needs no space at the roll.
+        other = Segment(segment_path(directory, 1), 1)
+        other.checkpoint_wal()
+        other.close()
+        filler = fill(small_filesystem)
+        for _ in range(2):
+            with pytest.raises(JournalUnavailable):
+                journal.commit(batch)
+        assert journal.active_sequence == 1
+        assert segment_files(directory) == ["segment-00000001.db"]  # no half-made segment 2
+        filler.unlink()
+        journal.commit(batch)
+        assert journal.active_sequence == 2
+    assert stored_texts(segment_path(directory, 1)) == steps(100, 1)
+    assert stored_texts(segment_path(directory, 2)) == steps(0, 20)
+    with opened(directory) as journal:
+        assert journal.checkpoints == {"a": checkpoint("a", 2000)}
+        assert journal.quarantined == 0
