@@ -167,12 +167,17 @@ def _multi_line(rng: random.Random, pid: int, pname: str, moment: datetime) -> l
     ]
 
 
-def write_tree(root: Path, lines: int, seed: int = 7, processes: int = 16) -> int:
-    """Write about `lines` lines under `root`; returns the number of bytes written."""
+def write_tree(
+    root: Path, lines: int, seed: int = 7, processes: int = 16, hours: float | None = None
+) -> int:
+    """Write about `lines` lines under `root`; returns the number of bytes written. With
+    `hours`, each file's lines are spread over that many hours (else a busy burst: about 0.2 ms
+    between lines)."""
     rng = random.Random(seed)
     weights = [weight for weight, *_ in _SINGLE_LINE_TEMPLATES]
     per_process = max(1, lines // processes)
     start = datetime(2025, 5, 8, 9, 56, 0)
+    mean_gap_us = 210 if hours is None else int(hours * 3600e6 / per_process)
     written = 0
     for index in range(processes):
         pid = 150000 + index * 37
@@ -189,7 +194,7 @@ def write_tree(root: Path, lines: int, seed: int = 7, processes: int = 16) -> in
         out: list[str] = []
         count = 0
         while count < per_process:
-            moment += timedelta(microseconds=rng.randrange(20, 400))
+            moment += timedelta(microseconds=rng.randrange(mean_gap_us // 10, 2 * mean_gap_us))
             if rng.random() < 0.002:
                 block = _multi_line(rng, pid, pname, moment)
                 out.extend(block)
@@ -220,8 +225,9 @@ def main() -> None:
     parser.add_argument("root", type=Path)
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--hours", type=float, help="spread each file over this many hours")
     args = parser.parse_args()
-    size = write_tree(args.root, args.lines, args.seed)
+    size = write_tree(args.root, args.lines, args.seed, hours=args.hours)
     print(f"wrote {size / 1e6:.1f} MB under {args.root}")
 
 

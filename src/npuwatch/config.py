@@ -162,10 +162,10 @@ class SourcesSection(BaseModel):
         "that a rotated or replaced file is told apart from the one it replaced",
     )
     queue_bytes: ByteSize = Field(
-        default=64 << 20,
+        default=16 << 20,
         ge=1 << 20,
-        description="parsed records not yet in the journal are held in memory up to this size; "
-        "beyond it reading pauses",
+        description="log text read but not yet in the journal is held in memory up to this "
+        "size (as parsed records it takes about four times as much); beyond it reading pauses",
     )
 
 

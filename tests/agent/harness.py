@@ -84,9 +84,9 @@ class Harness:
         committed; the next start reads what is on disk."""
         agent = self.agent
         assert agent is not None
-        agent._reading_stop.set()  # noqa: SLF001 - a crash is not part of the public surface
-        agent._pipeline_stop.set()  # noqa: SLF001
-        agent._sink_stop.set()  # noqa: SLF001
+        agent._reading_stop.set()
+        agent._pipeline_stop.set()
+        agent._sink_stop.set()
         for thread in agent.workers:
             thread.join(10)
         agent.journal.close()
@@ -99,8 +99,9 @@ class Harness:
                 page = reader.blocks_after(position, 64)
                 if not page:
                     return
-                for position, block in page:
+                for _, block in page:
                     yield from decode_block(block.payload)
+                position = page[-1][0]
 
     def lines(self) -> Counter[str]:
         counted: Counter[str] = Counter()
@@ -108,13 +109,13 @@ class Harness:
             counted.update(record.original.split("\n"))
         return counted
 
-    def wait_for_lines(self, expected: Counter[str], timeout: float = 20.0) -> Counter[str]:
+    def wait_for_lines(self, expected: Counter[str], timeout: float = 60.0) -> Counter[str]:
         """Wait until the journal holds at least `expected`, then return what it holds."""
         wait_until(lambda: not (expected - self.lines()), timeout)
         return self.lines()
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+def wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

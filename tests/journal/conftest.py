@@ -106,3 +106,16 @@ def segment_files(directory: Path) -> list[str]:
         for entry in directory.iterdir()
         if entry.is_file() and not entry.name.endswith(("-wal", "-shm"))
     )
+
+
+def open_segment_files(directory: Path) -> set[str]:
+    """The segment files this process has open under `directory` (Linux: /proc/self/fd)."""
+    found = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = fd.readlink()
+        except OSError:  # closed since the listing
+            continue
+        if target.is_relative_to(directory) and target.name.endswith(".db"):
+            found.add(target.name)
+    return found

@@ -7,6 +7,7 @@ import struct
 import zlib
 
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -242,15 +243,16 @@ def test_a_compressed_block_is_marked_and_smaller_than_the_same_block_uncompress
     records = parse_plog("".join(plog_line(index) + "\n" for index in range(200)))
     compressed = encode_block(records, compress=True)
     plain = encode_block(records, compress=False)
-    assert (compressed.payload[:1], plain.payload[:1]) == (b"z", b"-")
-    assert zlib.decompress(compressed.payload[1:]) == plain.payload[1:]
+    assert (compressed.payload[:1], plain.payload[:1]) == (b"s", b"-")
+    assert zstandard.ZstdDecompressor().decompress(compressed.payload[1:]) == plain.payload[1:]
     assert len(compressed.payload) < len(plain.payload) // 4
     assert compressed.raw_bytes == plain.raw_bytes
     assert decode_block(compressed.payload) == decode_block(plain.payload)
 
 
 def _plain_payload() -> bytes:
-    """An uncompressed block of one record without pid or codes (columns `[[null], null]`)."""
+    """An uncompressed block of one unparsed record: no level or module (dictionary `[null]`),
+    one flag and no codes (sparse columns `[[[0, 1]], []]`)."""
     return encode_block(parse_plog(b"a line without a header\n"), compress=False).payload
 
 
@@ -267,11 +269,11 @@ CORRUPTIONS = {
     "cut in the arrays": lambda p: p[:30],
     "cut in the text": lambda p: p[:-3],
     "extra bytes after the text": lambda p: p + b"tail",
-    "newer format version": lambda p: p[:1] + bytes([2]) + p[2:],
+    "newer format version": lambda p: p[:1] + bytes([3]) + p[2:],
     "record count too large": lambda p: p[:2] + struct.pack("<I", 10**6) + p[6:],
     "index width not B or H": lambda p: _replace(p, b"B\x00\x00[null]", b"d\x00\x00[null]"),
-    "columns not a list": lambda p: _replace(p, b"[[null], null]", b"12345678901234"),
-    "dictionary not a list": lambda p: _replace(p, b"[null][[null]", b"999999[[null]"),
+    "columns not a list": lambda p: _replace(p, b"[[[0, 1]], []]", b"12345678901234"),
+    "dictionary not a list": lambda p: _replace(p, b"[null][[[", b"999999[[["),
     "text not UTF-8": lambda p: p[:-1] + b"\xff",
 }
 
@@ -324,5 +326,5 @@ def test_a_changed_byte_gives_block_format_error_or_records_never_another_except
         decoded = decode_block(damaged)
     except BlockFormatError:
         return
-    if compress:  # zlib's checksum: whatever decodes is the block as it was written
+    if compress:  # zstd's checksum: whatever decodes is the block as it was written
         assert decoded == [stored(record) for record in _SAMPLE]

@@ -22,25 +22,20 @@ def plog(count: int, errors: tuple[int, ...] = ()) -> LogFile:
     for number in range(count):
         level = "ERROR" if number in errors else "INFO"
         when = T0 + number * 1_000_000
-        lines.append(
-            cann_line(level, "GE", 3300, when, f"[ge.cc:{number}]3301 Run: plog record {number}")
-        )
+        body = f"[ge.cc:{number}]3301 Run: plog record {number}"
+        lines.append(cann_line(level, "GE", 3300, when, body))
         if number == 4:
             lines.append("    second line of plog record 4")
     return LogFile(PLOG, "node-a", lines)
 
 
 def device_log(count: int) -> LogFile:
-    lines = [
-        cann_line(
-            "INFO",
-            "RUNTIME",
-            3300,
-            T0 + n * 1_000_000 + 500,
-            f"[rt.cc:{n}]3302 Sync: device record {n}",
-        )
-        for n in range(count)
-    ]
+    """A device log of `count` records, "device record N", written between the plog's."""
+    lines = []
+    for number in range(count):
+        when = T0 + number * 1_000_000 + 500
+        body = f"[rt.cc:{number}]3302 Sync: device record {number}"
+        lines.append(cann_line("INFO", "RUNTIME", 3300, when, body))
     return LogFile(DEVICE_LOG, "node-a", lines)
 
 

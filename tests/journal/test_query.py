@@ -16,7 +16,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +34,13 @@ from tests.journal.journal_builder import (
     LogFile,
     cann_line,
     epoch_us,
+    rule_events,
     write_journal,
     write_segment,
 )
 
 T0 = epoch_us("2025-09-14T09:30:00")
+PLOG = "/r/debug/plog/plog-3300_20250914093000120.log"
 HOSTS = ("node-a", "node-b")
 MODULES = ("HCCL", "GE", "RUNTIME", "ASCENDCL", "DRV")
 LEVELS = ("DEBUG", "DEBUG", "INFO", "INFO", "INFO", "INFO", "WARNING", "WARNING", "ERROR", "ERROR", "EVENT")  # fmt: skip
@@ -195,13 +197,15 @@ def answers(item: Stored, question: Question, triggers: set[tuple[str, int | Non
     )
 
 
-def described(item: Stored) -> tuple[object, ...]:
-    record = item.record
+def described(
+    segment: int, block_id: int, position: int, source: FileSource, record: StoredRecord
+) -> tuple[object, ...]:
+    """A hit as the tests compare them: where it is, its file, and every field kept."""
     return (
-        item.segment,
-        item.block_id,
-        item.position,
-        item.source,
+        segment,
+        block_id,
+        position,
+        source,
         record.timestamp_us,
         record.level,
         record.logger,
@@ -218,14 +222,17 @@ def expected(corpus: Corpus, question: Question) -> list[tuple[object, ...]]:
         for row in corpus.contents.events
         if row.category in question.categories
     }
-    return [described(item) for item in corpus.stored if answers(item, question, triggers)]
+    return [
+        described(s.segment, s.block_id, s.position, s.source, s.record)
+        for s in corpus.stored
+        if answers(s, question, triggers)
+    ]
 
 
 def found(corpus: Corpus, question: Question) -> list[tuple[object, ...]]:
-    hits = search(corpus.directory, question)
     return [
-        described(Stored(h.segment, h.block_id, h.position, h.source, h.record, h.device))
-        for h in hits
+        described(h.segment, h.block_id, h.position, h.source, h.record)
+        for h in search(corpus.directory, question)
     ]
 
 
@@ -248,7 +255,9 @@ def test_the_generated_journal_holds_every_parsed_record_once_over_three_segment
 
 # --- both plans against the brute-force answer ---------------------------------------------------
 
-E = frozenset
+
+def of(*values: str) -> frozenset[str]:
+    return frozenset(values)
 
 
 def pattern(text: str) -> re.Pattern[str]:
@@ -259,30 +268,30 @@ WINDOW_START = epoch_us("2025-09-14T09:30:04")
 WINDOW_END = epoch_us("2025-09-14T09:30:09")
 
 INDEXED = {
-    "an error code": Question(codes=E({"E30009"})),
-    "either of two codes": Question(codes=E({"EI0002", "W40011"})),
-    "a code and the INFO level": Question(codes=E({"E19999"}), levels=E({"INFO"})),
-    "WARNING and ERROR": Question(levels=E({"WARNING", "ERROR"})),
-    "the EVENT level": Question(levels=E({"EVENT"})),
-    "ERROR and a pattern": Question(levels=E({"ERROR"}), pattern=pattern("timeout")),
-    "ERROR on a device named in a plog body": Question(levels=E({"ERROR"}), device=1),
-    "ERROR on a device named by the folder": Question(levels=E({"ERROR"}), device=3),
-    "ERROR on a host and pid": Question(levels=E({"ERROR"}), host="node-b", pid=3400),
-    "WARNING of a module": Question(levels=E({"WARNING"}), modules=E({"HCCL", "GE"})),
+    "an error code": Question(codes=of("E30009")),
+    "either of two codes": Question(codes=of("EI0002", "W40011")),
+    "a code and the INFO level": Question(codes=of("E19999"), levels=of("INFO")),
+    "WARNING and ERROR": Question(levels=of("WARNING", "ERROR")),
+    "the EVENT level": Question(levels=of("EVENT")),
+    "ERROR and a pattern": Question(levels=of("ERROR"), pattern=pattern("timeout")),
+    "ERROR on a device named in a plog body": Question(levels=of("ERROR"), device=1),
+    "ERROR on a device named by the folder": Question(levels=of("ERROR"), device=3),
+    "ERROR on a host and pid": Question(levels=of("ERROR"), host="node-b", pid=3400),
+    "WARNING of a module": Question(levels=of("WARNING"), modules=of("HCCL", "GE")),
     "a code in a time window": Question(
-        codes=E({"E30009", "EL0004"}), since_us=WINDOW_START, until_us=WINDOW_END
+        codes=of("E30009", "EL0004"), since_us=WINDOW_START, until_us=WINDOW_END
     ),
-    "ERROR of a category": Question(levels=E({"ERROR"}), categories=E({"timeout"})),
-    "a code of two categories": Question(codes=E({"E30009"}), categories=E({"memory", "timeout"})),
+    "ERROR of a category": Question(levels=of("ERROR"), categories=of("timeout")),
+    "a code of two categories": Question(codes=of("E30009"), categories=of("memory", "timeout")),
 }
 SCANNED = {
     "a pattern alone": Question(pattern=pattern("heartbeat lost")),
     "a pattern in a continuation line": Question(pattern=pattern("detail 1 of record")),
-    "the INFO level": Question(levels=E({"INFO"})),
-    "INFO and ERROR": Question(levels=E({"INFO", "ERROR"})),
-    "DEBUG on a host": Question(levels=E({"DEBUG"}), host="node-a"),
-    "a module": Question(modules=E({"RUNTIME"})),
-    "a module of a Python logger": Question(modules=E({"lmdeploy"})),
+    "the INFO level": Question(levels=of("INFO")),
+    "INFO and ERROR": Question(levels=of("INFO", "ERROR")),
+    "DEBUG on a host": Question(levels=of("DEBUG"), host="node-a"),
+    "a module": Question(modules=of("RUNTIME")),
+    "a module of a Python logger": Question(modules=of("lmdeploy")),
     "a pid": Question(pid=4099),
     "a host": Question(host="node-b"),
     "a device named by the folder": Question(device=0),
@@ -291,10 +300,10 @@ SCANNED = {
     "a time window": Question(since_us=WINDOW_START, until_us=WINDOW_END),
     "since alone": Question(since_us=WINDOW_END),
     "until alone": Question(until_us=WINDOW_START),
-    "a category": Question(categories=E({"timeout"})),
-    "a category on a device": Question(categories=E({"memory"}), device=3),
+    "a category": Question(categories=of("timeout")),
+    "a category on a device": Question(categories=of("memory"), device=3),
     "a module, a pattern and a start": Question(
-        modules=E({"HCCL"}), pattern=pattern("(?i)NOTIFY"), since_us=WINDOW_START
+        modules=of("HCCL"), pattern=pattern("(?i)NOTIFY"), since_us=WINDOW_START
     ),
 }
 
@@ -366,12 +375,12 @@ def test_a_record_with_two_codes_is_found_by_its_second_code(corpus: Corpus) -> 
     item = next(s for s in corpus.stored if len(s.record.error_codes) == 2)
     second = item.record.error_codes[1]
     originals = [
-        hit.record.original for hit in search(corpus.directory, Question(codes=E({second})))
+        hit.record.original for hit in search(corpus.directory, Question(codes=of(second)))
     ]
     assert item.record.original in originals
 
 
-@pytest.mark.parametrize("levels", [E(), E({"ERROR", "WARNING", "INFO", "DEBUG", "EVENT"})])
+@pytest.mark.parametrize("levels", [of(), of("ERROR", "WARNING", "INFO", "DEBUG", "EVENT")])
 def test_since_and_until_include_records_at_exactly_those_times(
     corpus: Corpus, levels: frozenset[str]
 ) -> None:
@@ -383,13 +392,13 @@ def test_since_and_until_include_records_at_exactly_those_times(
     assert {hit.record.timestamp_us for hit in hits} == {moment}
 
 
-def test_the_same_exact_time_bounds_give_the_same_answer_from_the_index_and_from_blocks(
+def test_a_time_window_gives_the_same_warnings_from_the_index_and_from_blocks(
     corpus: Corpus,
 ) -> None:
     moment = next(s.record.timestamp_us for s in corpus.stored if s.record.level == "WARNING")
     bounds = {"since_us": moment - 2_000_000, "until_us": moment + 2_000_000}
-    indexed = Question(levels=E({"WARNING"}), **bounds)
-    scanned = Question(levels=E({"WARNING", "DEBUG"}), **bounds)
+    indexed = Question(levels=of("WARNING"), **bounds)
+    scanned = Question(levels=of("WARNING", "DEBUG"), **bounds)
     assert indexed.indexed and not scanned.indexed
     from_blocks = [
         h.record.original for h in search(corpus.directory, scanned) if h.record.level == "WARNING"
@@ -406,7 +415,7 @@ def test_a_record_without_a_time_never_answers_a_time_bound(corpus: Corpus) -> N
 
 
 def test_plog_records_whose_body_names_the_device_are_found_by_device(corpus: Corpus) -> None:
-    for question in (Question(device=1), Question(device=1, levels=E({"ERROR"}))):
+    for question in (Question(device=1), Question(device=1, levels=of("ERROR"))):
         hits = list(search(corpus.directory, question))
         assert hits
         assert all("/plog/" in hit.source.path for hit in hits)
@@ -417,12 +426,22 @@ def test_plog_records_whose_body_names_the_device_are_found_by_device(corpus: Co
 def test_a_category_finds_only_the_records_that_triggered_its_events(corpus: Corpus) -> None:
     rows = [row for row in corpus.contents.events if row.category == "memory"]
     triggers = {(row.file_key, row.offset) for row in rows}
-    hits = list(search(corpus.directory, Question(categories=E({"memory"}))))
+    hits = list(search(corpus.directory, Question(categories=of("memory"))))
     assert {(hit.source.file_key, hit.record.offset) for hit in hits} == triggers
 
 
+def test_an_event_that_names_no_record_is_passed_over_by_a_category(tmp_path: Path) -> None:
+    body = "[hccl.cc:9] [3303]notify wait timeout, error code E30009"
+    plog = LogFile(PLOG, "node-a", [cann_line("ERROR", "HCCL", 3300, T0, body)])
+    rows = rule_events([plog])
+    orphan = replace(rows[0], id="without-offset", offset=None)
+    write_journal(tmp_path, [plog], events=[*rows, orphan])
+    hits = list(search(tmp_path, Question(categories=of(rows[0].category or ""))))
+    assert [hit.record.original for hit in hits] == [plog.records[0].original]
+
+
 def test_a_category_no_event_has_finds_nothing(corpus: Corpus) -> None:
-    assert list(search(corpus.directory, Question(categories=E({"no-such-category"})))) == []
+    assert list(search(corpus.directory, Question(categories=of("no-such-category")))) == []
 
 
 def test_hits_come_in_journal_order(corpus: Corpus) -> None:
@@ -432,11 +451,11 @@ def test_hits_come_in_journal_order(corpus: Corpus) -> None:
 
 
 def test_codes_or_notable_levels_are_answered_from_the_index_and_the_rest_from_blocks() -> None:
-    assert Question(codes=E({"E30009"})).indexed
-    assert Question(codes=E({"E30009"}), levels=E({"INFO"})).indexed
-    assert Question(levels=E({"ERROR", "WARNING"})).indexed
-    assert not Question(levels=E({"ERROR", "INFO"})).indexed
-    assert not Question(pattern=pattern("x"), modules=E({"HCCL"}), device=3).indexed
+    assert Question(codes=of("E30009")).indexed
+    assert Question(codes=of("E30009"), levels=of("INFO")).indexed
+    assert Question(levels=of("ERROR", "WARNING")).indexed
+    assert not Question(levels=of("ERROR", "INFO")).indexed
+    assert not Question(pattern=pattern("x"), modules=of("HCCL"), device=3).indexed
 
 
 # --- events ---------------------------------------------------------------------------------
@@ -451,6 +470,13 @@ def journaled(rows: list[EventRow]) -> list[str]:
     return [json.dumps(json.loads(row.document), sort_keys=True) for row in rows]
 
 
+def within(moment: int | None, since: int | None, until: int | None) -> bool:
+    """Whether a time is inside inclusive bounds; no time is inside none."""
+    if moment is None:
+        return False
+    return (since is None or moment >= since) and (until is None or moment <= until)
+
+
 def matching_rows(rows: list[EventRow], question: Question) -> list[EventRow]:
     return [
         row
@@ -459,8 +485,8 @@ def matching_rows(rows: list[EventRow], question: Question) -> list[EventRow]:
         and (not question.codes or row.code in question.codes)
         and (not question.levels or row.level in question.levels)
         and (not question.modules or row.logger in question.modules)
-        and (question.since_us is None or (row.timestamp_us or 0) >= question.since_us)
-        and (question.until_us is None or (row.timestamp_us or 0) <= question.until_us)
+        and (question.since_us is None or within(row.timestamp_us, question.since_us, None))
+        and (question.until_us is None or within(row.timestamp_us, None, question.until_us))
         and (question.device is None or row.device == question.device)
         and (question.host is None or row.host == question.host)
         and (question.pid is None or row.pid == question.pid)
@@ -470,11 +496,11 @@ def matching_rows(rows: list[EventRow], question: Question) -> list[EventRow]:
 
 EVENT_QUESTIONS = {
     "every event": Question(),
-    "a category": Question(categories=E({"timeout"})),
-    "two categories": Question(categories=E({"memory", "config"})),
-    "a primary code": Question(codes=E({"E30009"})),
-    "a trigger level": Question(levels=E({"ERROR"})),
-    "a module": Question(modules=E({"HCCL"})),
+    "a category": Question(categories=of("timeout")),
+    "two categories": Question(categories=of("memory", "config")),
+    "a primary code": Question(codes=of("E30009")),
+    "a trigger level": Question(levels=of("ERROR")),
+    "a module": Question(modules=of("HCCL")),
     "a time window": Question(since_us=WINDOW_START, until_us=WINDOW_END),
     "a device": Question(device=3),
     "a host": Question(host="node-a"),
@@ -493,19 +519,14 @@ def test_search_events_finds_the_journaled_events_that_match(
 
 
 def test_an_event_journaled_in_two_segments_is_found_once(tmp_path: Path) -> None:
-    lines = [
+    timeouts = [
         cann_line(
-            "ERROR",
-            "HCCL",
-            3300,
-            T0 + n * 1_000_000,
-            f"[hccl.cc:9] [3303]notify wait timeout {n}, error code E30009",
+            "ERROR", "HCCL", 3300, T0 + n, f"[hccl.cc:9] [3303]notify wait timeout {n}, E30009"
         )
         for n in range(3)
     ]
-    contents = write_journal(
-        tmp_path, [LogFile("/r/debug/plog/plog-3300_20250914093000120.log", "node-a", lines)]
-    )
+    plog = LogFile(PLOG, "node-a", timeouts)
+    contents = write_journal(tmp_path, [plog])
     rows = contents.events
     assert len(rows) >= 2
     # A replay after a crash journals the last events again, in the next segment.

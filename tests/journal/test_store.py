@@ -23,7 +23,13 @@ from npuwatch.journal.store import (
     segment_bytes_on_disk,
     segment_path,
 )
-from tests.journal.conftest import checkpoint, epoch_us, numbered_blocks, segment_files
+from tests.journal.conftest import (
+    checkpoint,
+    epoch_us,
+    numbered_blocks,
+    open_segment_files,
+    segment_files,
+)
 
 NOON_S = epoch_us("2025-09-14T12:00:00") / 1_000_000
 DAY_S = 86_400.0
@@ -317,7 +323,7 @@ def small_filesystem(tmp_path: Path) -> Iterator[Path]:
     mount_point = tmp_path / "small-fs"
     mount_point.mkdir()
     if shutil.which("mount") is None:
-        pytest.skip("no mount command")
+        pytest.fail("no mount command: CI installs util-linux (the test needs a real full disk)")
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
         capture_output=True,
@@ -325,7 +331,7 @@ def small_filesystem(tmp_path: Path) -> Iterator[Path]:
         check=False,
     )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+        pytest.fail(f"cannot mount a tmpfs here (run the tests as root): {mounted.stderr.strip()}")
     try:
         yield mount_point
     finally:
@@ -394,3 +400,13 @@ def test_a_full_disk_at_a_roll_keeps_the_active_segment_and_rolls_when_space_ret
     with opened(directory) as journal:
         assert journal.checkpoints == {"a": checkpoint("a", 2000)}
         assert journal.quarantined == 0
+
+
+def test_an_open_journal_holds_only_its_active_segment_open(tmp_path: Path) -> None:
+    write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 1)]))
+    write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 2)]))
+    _nul_in_the_middle(segment_path(tmp_path, 2))
+    with opened(tmp_path) as journal:
+        assert journal.quarantined == 1
+        assert open_segment_files(tmp_path) == {"segment-00000003.db"}
+    assert open_segment_files(tmp_path) == set()

@@ -13,6 +13,7 @@ import argparse
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import threading
 from types import FrameType
@@ -67,8 +68,9 @@ def run_agent(args: argparse.Namespace) -> int:
             print(f"npuwatch: {rule_problem}", file=sys.stderr)
         print("npuwatch: the rules have errors: fix them and start again", file=sys.stderr)
         return 2
-    except OSError as error:
-        print(f"npuwatch: cannot start: {error}", file=sys.stderr)
+    except (OSError, sqlite3.Error) as error:
+        print(f"npuwatch: cannot start: {error} (is the state directory writable and not full?)",
+              file=sys.stderr)  # fmt: skip
         return 2
     return _serve(agent, args)
 
@@ -108,11 +110,18 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
             heartbeat.start()
         notifier.ready(f"following {len(agent.tailer.files)} files")
         while not stop.is_set():
-            wake.wait(5.0)
+            wake.wait(1.0)
             wake.clear()
             if reload.is_set():
                 reload.clear()
                 _reload(agent, args, notifier)
+            dead = [thread.name for thread in agent.workers if not thread.is_alive()]
+            if dead:
+                # A stage cannot be drained without its thread: leave, and let systemd (or
+                # the operator) start the agent again, which reads from the last commit.
+                log.error("worker thread %s died; exiting so that a restart recovers", dead[0])
+                notifier.stopping(f"worker thread {dead[0]} died")
+                return 1
             notifier.status(f"following {len(agent.tailer.files)} files")
         notifier.stopping("draining")
         log.info("stopping: draining what was read into the journal")

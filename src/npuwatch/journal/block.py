@@ -18,9 +18,12 @@ import zlib
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, compress
-from operator import attrgetter, or_
+from itertools import accumulate, repeat
+from itertools import compress as pick  # `compress` is encode_block's parameter
+from operator import and_, attrgetter, or_
 from typing import TYPE_CHECKING
+
+import zstandard
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
     from npuwatch.records import Record
@@ -38,13 +41,14 @@ _ORIGINAL = attrgetter("original")
 NOTABLE_LEVELS = frozenset({"WARNING", "WARN", "ERROR", "EXCEPTION", "CRITICAL", "FATAL", "EVENT"})
 """Records at these levels, and records carrying error codes, are also indexed one row each."""
 
-_NO_TIME = -(2**63)
-"""Stands for a record without a time in the time array (no record is dated 292,277 BC)."""
+_NONE = -(2**63)
+"""Stands for None in the integer arrays (no record is dated 292,277 BC, no pid or offset is
+that negative)."""
 _EXPORTED_FLAGS = 0xFFFF
 """Internal flag bits (above 16) are hints for the rule engine, not facts worth keeping."""
 _HEADER = struct.Struct("<BIII")
 """Format version, record count, length of the dictionary JSON, length of the columns JSON."""
-_VERSION = 1
+_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -104,56 +108,68 @@ class StoredRecord:
 
 
 def _members(values: Sequence[object]) -> str:
-    present = sorted({str(value) for value in values if value is not None})
+    present = sorted(str(value) for value in set(values) if value is not None)
     return f" {' '.join(present)} " if present else " "
 
 
+def _int_array(values: list[int | None]) -> array[int]:
+    """Offsets or pids as 64-bit integers, _NONE standing for None (firmware pids are -1)."""
+    try:
+        return array("q", values)  # type: ignore[arg-type]  # TypeError when one is None
+    except TypeError:  # records that do not come from a file (a test, standard input)
+        return array("q", [_NONE if value is None else value for value in values])
+
+
 def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlock:
-    """Columns and text of a batch of records of one file, in their order."""
+    """Columns and text of a batch of consecutive records of one file, in their order."""
     count = len(records)
     times = list(map(_TIMESTAMP, records))
     try:
         time_array = array("q", times)
         present_times = times
     except TypeError:  # a record before the stream's first time
-        time_array = array("q", [_NO_TIME if t is None else t for t in times])
+        time_array = array("q", [_NONE if t is None else t for t in times])
         present_times = [t for t in times if t is not None]
     levels = list(map(_LEVEL, records))
     loggers = list(map(_LOGGER, records))
     names = list(dict.fromkeys(levels + loggers))
     position = {name: index for index, name in enumerate(names)}
     kind = "B" if len(names) <= 256 else "H"
-    level_index = array(kind, map(position.__getitem__, levels))
-    logger_index = array(kind, map(position.__getitem__, loggers))
     pids = list(map(_PID, records))
     codes = list(map(_CODES, records))
     originals = list(map(_ORIGINAL, records))
-    offsets = [-1 if value is None else value for value in map(_OFFSET, records)]
-    ends = [-1 if value is None else value for value in map(_END, records)]
-    flags = [value & _EXPORTED_FLAGS for value in map(_FLAGS, records)]
+    offsets = list(map(_OFFSET, records))
+    # Flags and codes are rare: kept as (position, value) pairs, not a column each.
+    flagged = pick(range(count), map(and_, map(_FLAGS, records), repeat(_EXPORTED_FLAGS)))
+    sparse_flags = [[i, records[i].flags & _EXPORTED_FLAGS] for i in flagged]
+    sparse_codes = [[i, codes[i]] for i in pick(range(count), codes)]
     dictionary = json.dumps(names).encode()
-    columns = json.dumps([pids, codes if any(codes) else None]).encode()
+    columns = json.dumps([sparse_flags, sparse_codes]).encode()
     text = "\n".join(originals).encode("utf-8")
     parts = [
         _HEADER.pack(_VERSION, count, len(dictionary), len(columns)),
         time_array.tobytes(),
-        array("q", offsets).tobytes(),
-        array("q", ends).tobytes(),
-        array("I", flags).tobytes(),
+        _int_array(offsets).tobytes(),
+        _int_array(list(map(_END, records))).tobytes(),
+        _int_array(pids).tobytes(),
         array("I", map(len, originals)).tobytes(),
         kind.encode(),
-        level_index.tobytes(),
-        logger_index.tobytes(),
+        array(kind, map(position.__getitem__, levels)).tobytes(),
+        array(kind, map(position.__getitem__, loggers)).tobytes(),
         dictionary,
         columns,
         text,
     ]
     payload = b"".join(parts)
     if compress:
-        payload = b"z" + zlib.compress(payload, 1)
+        # zstd at level 1: 3 times the speed of zlib's fastest level, and smaller output
+        # (459 against 135 MB/s, 7.8 against 5.5 times, on the benchmark's DEBUG plog).
+        # With its checksum, a block damaged on disk fails to decode instead of decoding wrong.
+        compressor = zstandard.ZstdCompressor(level=1, write_checksum=True)
+        payload = b"s" + compressor.compress(payload)
     else:
         payload = b"-" + payload
-    all_codes = sorted(set().union(*codes)) if any(codes) else []
+    all_codes = sorted(set().union(*(pair[1] for pair in sparse_codes)))
     summary = BlockSummary(
         count=count,
         first_us=min(present_times, default=None),
@@ -169,7 +185,7 @@ def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlo
 def _notable(
     records: Sequence[Record], levels: list[str | None], codes: list[list[str]]
 ) -> list[NotableRecord]:
-    positions = compress(
+    positions = pick(
         range(len(records)), map(or_, map(NOTABLE_LEVELS.__contains__, levels), map(bool, codes))
     )
     notable = []
@@ -205,13 +221,23 @@ def decode_block(payload: bytes) -> list[StoredRecord]:
     """The records of a block, in their order."""
     try:
         return list(_decode(payload))
-    except (zlib.error, struct.error, ValueError, IndexError, KeyError, TypeError) as error:
+    except (
+        zstandard.ZstdError,
+        zlib.error,
+        struct.error,
+        ValueError,
+        IndexError,
+        KeyError,
+        TypeError,
+    ) as error:
         raise BlockFormatError(f"unreadable block: {error}") from error
 
 
 def _decode(payload: bytes) -> Iterator[StoredRecord]:
     marker, body = payload[:1], payload[1:]
-    if marker == b"z":
+    if marker == b"s":
+        body = zstandard.ZstdDecompressor().decompress(body)
+    elif marker == b"z":  # zlib, which the first journals of this format used
         body = zlib.decompress(body)
     elif marker != b"-":
         raise ValueError(f"unknown block encoding {marker!r}")
@@ -233,7 +259,7 @@ def _decode(payload: bytes) -> Iterator[StoredRecord]:
     times = take("q", count)
     offsets = take("q", count)
     ends = take("q", count)
-    flags = take("I", count)
+    pids = take("q", count)
     lengths = take("I", count)
     kind = bytes(view[:1]).decode()
     if kind not in ("B", "H"):
@@ -243,7 +269,9 @@ def _decode(payload: bytes) -> Iterator[StoredRecord]:
     logger_index = take(kind, count)
     names = json.loads(bytes(view[:dictionary_length]))
     view = view[dictionary_length:]
-    pids, codes = json.loads(bytes(view[:columns_length]))
+    sparse_flags, sparse_codes = json.loads(bytes(view[:columns_length]))
+    flags = dict(sparse_flags)
+    codes = dict(sparse_codes)
     text = bytes(view[columns_length:]).decode("utf-8")
     starts = [0, *accumulate(length + 1 for length in lengths)]
     if len(text) != max(starts[-1] - 1, 0):  # the texts are the rest of the blob, exactly
@@ -252,14 +280,15 @@ def _decode(payload: bytes) -> Iterator[StoredRecord]:
         time = times[index]
         offset = offsets[index]
         end = ends[index]
+        pid = pids[index]
         yield StoredRecord(
-            timestamp_us=None if time == _NO_TIME else time,
+            timestamp_us=None if time == _NONE else time,
             level=names[level_index[index]],
             logger=names[logger_index[index]],
-            pid=pids[index],
-            error_codes=codes[index] if codes is not None else [],
-            flags=flags[index],
-            offset=None if offset < 0 else offset,
-            end_offset=None if end < 0 else end,
+            pid=None if pid == _NONE else pid,
+            error_codes=codes.get(index, []),
+            flags=flags.get(index, 0),
+            offset=None if offset == _NONE else offset,
+            end_offset=None if end == _NONE else end,
             original=text[starts[index] : starts[index] + lengths[index]],
         )

@@ -223,7 +223,8 @@ def _event_triggers(directory: Path, question: Question) -> set[tuple[str, int]]
     for segment in open_segments(directory):
         rows = segment.query(
             "SELECT file_key, offset FROM events WHERE category IN "
-            f"({','.join('?' * len(categories))}) AND file_key IS NOT NULL",
+            f"({','.join('?' * len(categories))}) AND file_key IS NOT NULL "
+            "AND offset IS NOT NULL",  # an event without either names no record
             categories,
         )
         found.update((str(key), int(offset)) for key, offset in rows)

@@ -149,12 +149,12 @@ class Journal:
             quarantine(path, "empty file")
             self.quarantined += 1
             return None
+        segment: Segment | None = None
         try:
             segment = Segment(path, sequence, self.settings.sync)
             problem = segment.quick_check()
-        except sqlite3.DatabaseError as error:
+        except sqlite3.DatabaseError as error:  # the check itself failed: closed below
             problem = str(error)
-            segment = None
         if problem is None and segment is not None:
             return segment
         if segment is not None:
@@ -262,6 +262,12 @@ class Journal:
                 total -= sizes[path]
                 deleted.append(path)
         self.segments_deleted += len(deleted)
+        # Quarantined segments are kept for a post-mortem, but no longer than the data itself.
+        with contextlib.suppress(FileNotFoundError):
+            for aside in (self.directory / "quarantine").iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    if now - aside.stat().st_mtime > self.settings.max_age_s:
+                        aside.unlink()
         return deleted
 
     @staticmethod

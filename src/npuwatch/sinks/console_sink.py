@@ -37,7 +37,7 @@ class ConsoleSink:
         events_only: bool = False,
         save_interval_s: float = 1.0,
     ) -> None:
-        self._reader = JournalReader(journal_directory, readonly=False)
+        self._reader = JournalReader(journal_directory)
         self._cursors = cursors
         self._committed = committed
         self._stop = stop
@@ -47,9 +47,10 @@ class ConsoleSink:
         self._save_interval_s = save_interval_s
         self.thread = threading.Thread(target=self._run, name="npuwatch-console", daemon=True)
         cursor = cursors.get(CURSOR_NAME)
-        if cursor is None:
-            # First start: print what arrives from now on, not the whole history.
-            blocks, events = self._reader.end()
+        blocks, events = self._reader.end()
+        if cursor is None or cursor.blocks > blocks or cursor.events > events:
+            # First start, or a journal newer than the cursor (it was deleted and started
+            # again): print what arrives from now on, not the whole history.
             cursor = Cursor(blocks, events)
             cursors.set(CURSOR_NAME, cursor)
         self.cursor = cursor

@@ -1,0 +1,288 @@
+"""The real `npuwatch agent` process: the systemd notify protocol, signals, and kill -9.
+
+Each test starts the agent as a process on a temporary log tree, with a datagram socket of its
+own as $NOTIFY_SOCKET, and checks what systemd would see and what the journal holds.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agent.harness import append, plog_line, plog_path, wait_until
+
+pytestmark = pytest.mark.integration
+
+FAULTY_AGENT = Path(__file__).with_name("faulty_agent.py")
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+class NotifySocket:
+    """What systemd's notify socket would receive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._socket.bind(str(path))
+        self._socket.settimeout(0.2)
+        self.messages: list[str] = []
+
+    def receive(self, timeout: float) -> list[str]:
+        """Every datagram that arrives within `timeout` seconds (also kept in `messages`)."""
+        deadline = time.monotonic() + timeout
+        got = []
+        while time.monotonic() < deadline:
+            try:
+                got.append(self._socket.recv(4096).decode())
+            except TimeoutError:
+                continue
+        self.messages += got
+        return got
+
+    def wait_for(self, assignment: str, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(assignment in message.split("\n") for message in self.receive(0.2)):
+                return
+        raise AssertionError(f"{assignment} not received within {timeout} s: {self.messages}")
+
+    def close(self) -> None:
+        self._socket.close()
+
+
+@pytest.fixture
+def notify(tmp_path: Path) -> Iterator[NotifySocket]:
+    # AF_UNIX paths are limited to 108 bytes: pytest's tmp_path may be longer.
+    path = Path(f"/tmp/npuwatch-notify-{os.getpid()}-{random.randrange(1 << 30)}")
+    sock = NotifySocket(path)
+    yield sock
+    sock.close()
+    path.unlink(missing_ok=True)
+
+
+def start_agent(
+    tmp_path: Path,
+    notify: NotifySocket | None = None,
+    fault: str = "none",
+    extra: tuple[str, ...] = (),
+    watchdog_usec: int | None = None,
+) -> subprocess.Popen[bytes]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("NPUWATCH_")}
+    env["PYTHONPATH"] = str(REPOSITORY)
+    env["NPUWATCH_SOURCES__RESCAN_INTERVAL"] = "300ms"
+    env["NPUWATCH_SOURCES__IDLE_FLUSH"] = "500ms"
+    env["NPUWATCH_JOURNAL__COMMIT_INTERVAL"] = "50ms"
+    env["NPUWATCH_AGENT__HOST_NAME"] = "node-1"
+    env["NPUWATCH_CONFIG"] = str(tmp_path / "npuwatch.toml")
+    if not (tmp_path / "npuwatch.toml").exists():
+        (tmp_path / "npuwatch.toml").write_text("", encoding="utf-8")
+    if notify is not None:
+        env["NOTIFY_SOCKET"] = str(notify.path)
+    if watchdog_usec is not None:
+        env["WATCHDOG_USEC"] = str(watchdog_usec)
+    command = [
+        sys.executable,
+        str(FAULTY_AGENT),
+        fault,
+        "agent",
+        "--root",
+        str(tmp_path / "logs"),
+        "--state-directory",
+        str(tmp_path / "state"),
+        *extra,
+    ]
+    (tmp_path / "logs").mkdir(exist_ok=True)
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def journal_lines(tmp_path: Path) -> Counter[str]:
+    from npuwatch.journal.block import decode_block
+    from npuwatch.journal.reader import JournalReader, Position
+
+    counted: Counter[str] = Counter()
+    with JournalReader(tmp_path / "state" / "journal") as reader:
+        position = Position()
+        while page := reader.blocks_after(position, 64):
+            for _, block in page:
+                for record in decode_block(block.payload):
+                    counted.update(record.original.split("\n"))
+            position = page[-1][0]
+    return counted
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 30.0) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=timeout)
+    return process.returncode, err.decode()
+
+
+def test_the_agent_tells_systemd_ready_pings_the_watchdog_and_says_stopping(
+    tmp_path: Path, notify: NotifySocket
+) -> None:
+    logs = tmp_path / "logs"
+    lines = [plog_line(100, number) for number in range(2000)]
+    append(plog_path(logs, 100), lines)
+    process = start_agent(tmp_path, notify, watchdog_usec=600_000)
+    try:
+        notify.wait_for("READY=1")
+        pings = [m for m in notify.receive(2.0) if "WATCHDOG=1" in m.split("\n")]
+        assert len(pings) >= 3  # every 0.3 s for 2 s (half of WatchdogSec)
+        wait_until(lambda: not (Counter(lines) - journal_lines(tmp_path)))  # idle flush
+    finally:
+        code, err = stop(process)
+    notify.receive(0.5)
+    assert any("STOPPING=1" in m.split("\n") for m in notify.messages), notify.messages
+    assert code == 0, err
+    ready = next(m for m in notify.messages if "READY=1" in m.split("\n"))
+    assert "STATUS=following 1 files" in ready.split("\n")
+    assert journal_lines(tmp_path) == Counter(lines)
+
+
+def test_a_dead_worker_thread_stops_the_watchdog_pings_and_the_agent_exits_1(
+    tmp_path: Path, notify: NotifySocket
+) -> None:
+    logs = tmp_path / "logs"
+    process = start_agent(tmp_path, notify, fault="dead-rules", watchdog_usec=400_000)
+    try:
+        notify.wait_for("READY=1")
+        notify.wait_for("WATCHDOG=1")
+        append(plog_path(logs, 200), [plog_line(200, 0, "ERROR", "KILL-RULES")])
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    notify.receive(0.5)
+    assert process.returncode == 1
+    assert "worker thread npuwatch-rules died" in err.decode()
+    after_death = notify.messages[
+        next(i for i, m in enumerate(notify.messages) if "worker thread" in m) :
+    ]
+    assert not any("WATCHDOG=1" in m.split("\n") for m in after_death[1:])
+
+
+def test_sigterm_drains_everything_read_and_a_restart_reads_on_without_repeats(
+    tmp_path: Path,
+) -> None:
+    logs = tmp_path / "logs"
+    first = [plog_line(300, number) for number in range(20_000)]
+    append(plog_path(logs, 300), first)
+    process = start_agent(tmp_path)
+    wait_until(lambda: len(journal_lines(tmp_path)) > 100)
+    code, err = stop(process)
+    assert code == 0, err
+    # What was read is committed; the rest (and the last record, which a continuation line
+    # could still join) is read by the next start, from the committed offset.
+    assert not journal_lines(tmp_path) - Counter(first)
+    second = [plog_line(300, number) for number in range(20_000, 21_000)]
+    append(plog_path(logs, 300), second)
+    process = start_agent(tmp_path)
+    wait_until(lambda: not (Counter(first + second) - journal_lines(tmp_path)))
+    code, err = stop(process)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(first + second)
+
+
+def test_a_second_sigterm_exits_at_once_and_loses_nothing(tmp_path: Path) -> None:
+    """The drain is made slow (each commit takes a second); the second signal does not wait
+    for it, and the next start reads what was not committed."""
+    logs = tmp_path / "logs"
+    lines = [plog_line(400, number) for number in range(300_000)]
+    append(plog_path(logs, 400), lines)
+    process = start_agent(tmp_path, fault="slow-commit")
+    wait_until(lambda: len(journal_lines(tmp_path)) > 0, timeout=30)
+    process.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=30)
+    assert time.monotonic() - started < 5.0
+    assert process.returncode == 128 + signal.SIGTERM
+    process = start_agent(tmp_path)
+    wait_until(lambda: not (Counter(lines) - journal_lines(tmp_path)))
+    code, err = stop(process)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(lines)
+
+
+def test_kill_9_at_random_points_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    randomness = random.Random(20261129)
+    written: list[str] = []
+    number = 0
+    for round_number in range(6):
+        process = start_agent(tmp_path)
+        path = plog_path(logs, 500, stamp=round_number // 2)  # rotate every other round
+        deadline = time.monotonic() + randomness.uniform(1.0, 3.0)
+        while time.monotonic() < deadline:
+            batch = [plog_line(500, number + index) for index in range(500)]
+            number += len(batch)
+            append(path, batch)
+            written += batch
+            time.sleep(randomness.uniform(0.0, 0.05))
+        process.kill()  # SIGKILL: no drain, no last commit
+        process.communicate()
+    process = start_agent(tmp_path)
+    wait_until(lambda: not (Counter(written) - journal_lines(tmp_path)), timeout=60)
+    code, err = stop(process)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(written)
+
+
+def rule_pack(rule_id: str, word: str) -> str:
+    """A pack of one rule matching `word` in the message, with the example it must match."""
+    example = f"[INFO] GE(1,p):2025-09-14-09:00:00.000.000 [a.cc:1] {word} 1"
+    return (
+        "pack: site\n"
+        "rules:\n"
+        f"  - id: {rule_id}\n"
+        f"    title: {word} seen\n"
+        f"    when: message ~ /{word}/\n"
+        "    severity: warning\n"
+        "    layer: application\n"
+        "    category: test\n"
+        "    advice: Nothing to do; a test rule.\n"
+        "    examples:\n"
+        f"      match: ['{example}']\n"
+    )
+
+
+def test_sighup_reloads_the_rules_without_losing_the_position(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    rules = tmp_path / "rules.yaml"
+    (tmp_path / "npuwatch.toml").write_text(
+        f'[rules]\npaths = ["{rules}"]\nreload_interval = "1h"\n', encoding="utf-8"
+    )
+    rules.write_text(rule_pack("site.placeholder", "never-seen-anywhere"), encoding="utf-8")
+    path = plog_path(logs, 600)
+    before = [plog_line(600, number, "INFO", "canary") for number in range(100)]
+    append(path, before)
+    process = start_agent(tmp_path)
+    wait_until(lambda: not (Counter(before[:-1]) - journal_lines(tmp_path)))
+    rules.write_text(rule_pack("site.canary", "canary"), encoding="utf-8")
+    process.send_signal(signal.SIGHUP)
+    time.sleep(1.5)
+    after = [plog_line(600, number, "INFO", "canary") for number in range(100, 110)]
+    append(path, after)
+    wait_until(lambda: not (Counter(before + after) - journal_lines(tmp_path)))
+    code, err = stop(process)
+    assert code == 0, err
+    assert "rules reloaded" in err
+    assert journal_lines(tmp_path) == Counter(before + after)
+    result = subprocess.run(
+        [sys.executable, "-m", "npuwatch", "grep", "--journal", str(tmp_path / "state" / "journal"),
+         "--events", "--json"],
+        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(REPOSITORY)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert '"site.canary"' in result.stdout
