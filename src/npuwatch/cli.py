@@ -1,8 +1,9 @@
 """The `npuwatch` command: arguments in, library calls out, exit codes back.
 
-Building the parser imports only the argument modules; a command's handler is named by a dotted
-path and imported when it runs, so that `npuwatch grep` never pays for the parser, the rules
-engine or pydantic, and `npuwatch --help` answers at once.
+Only the arguments of the command being run are built (all of them for --help or a mistake),
+and a command's handler is named by a dotted path and imported when it runs, so that
+`npuwatch grep` never pays for the parser, the rules engine or pydantic, and `npuwatch --help`
+answers at once.
 """
 
 from __future__ import annotations
@@ -12,21 +13,29 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from npuwatch import __version__
-from npuwatch.commands.agent import add_agent_command
-from npuwatch.commands.config import add_config_commands
-from npuwatch.commands.grep import add_grep_command
-from npuwatch.commands.offline import add_offline_commands
 from npuwatch.commands.outcome import EXIT_OK
-from npuwatch.commands.rules import add_rules_commands
 from npuwatch.gc_tuning import tune_garbage_collector
+
+_ARGUMENTS = {
+    "parse": "npuwatch.commands.offline:add_offline_commands",
+    "scan": "npuwatch.commands.offline:add_offline_commands",
+    "schema": "npuwatch.commands.offline:add_offline_commands",
+    "rules": "npuwatch.commands.rules:add_rules_commands",
+    "config": "npuwatch.commands.config:add_config_commands",
+    "agent": "npuwatch.commands.agent:add_agent_command",
+    "grep": "npuwatch.commands.grep:add_grep_command",
+}
+"""Each command, and the function that adds its arguments (in the order --help lists them)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     tune_garbage_collector()
-    parser = _build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = _build_parser(arguments[0] if arguments else None)
+    args = parser.parse_args(arguments)
     try:
         result: int = _handler(args.handler)(args)
     except BrokenPipeError:
@@ -40,14 +49,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _handler(name: str) -> Callable[[argparse.Namespace], int]:
     """The function a "package.module:function" name stands for."""
-    module, _, function = name.partition(":")
-    handler: Callable[[argparse.Namespace], int] = getattr(
-        importlib.import_module(module), function
-    )
+    handler: Callable[[argparse.Namespace], int] = _function(name)
     return handler
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _function(name: str) -> Any:
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with the arguments of `command` only when it is a known one (so --help and
+    a misspelt command still list them all)."""
     parser = argparse.ArgumentParser(
         prog="npuwatch",
         description="Log and telemetry pipeline for Huawei Ascend NPU clusters: parse CANN "
@@ -58,11 +71,12 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"npuwatch {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
-    add_offline_commands(commands)
-    add_rules_commands(commands)
-    add_config_commands(commands)
-    add_agent_command(commands)
-    add_grep_command(commands)
+    if command in _ARGUMENTS:
+        adders = [_ARGUMENTS[command]]
+    else:
+        adders = list(dict.fromkeys(_ARGUMENTS.values()))
+    for adder in adders:
+        _function(adder)(commands)
     return parser
 
 

@@ -9,7 +9,6 @@ again), and `grep --since 1h` uses them directly, without loading pydantic.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 DURATION_FORMS = "expected a duration such as 10s, 5m, 1h or 30d"
 BYTE_SIZE_FORMS = (
@@ -69,10 +68,12 @@ def parse_byte_size(value: object) -> int:
     if isinstance(value, str):
         match = _BYTE_SIZE.fullmatch(value.strip())
         if match and match[2].lower() in _BYTE_UNITS:
-            # Decimal keeps "1.1TB" exact; a size must still come out as whole bytes.
-            size = Decimal(match[1]) * _BYTE_UNITS[match[2].lower()]
-            if size == size.to_integral_value():
-                return int(size)
+            # In integers, so that "1.1TB" is exact; a size must still come out as whole bytes.
+            whole, _, fraction = match[1].partition(".")
+            scaled = int(whole + fraction) * _BYTE_UNITS[match[2].lower()]
+            size, remainder = divmod(scaled, 10 ** len(fraction))
+            if remainder == 0:
+                return int(size)  # `10 ** n` is typed as possibly a float
     raise ValueError(f"{BYTE_SIZE_FORMS}, got {value!r}")
 
 

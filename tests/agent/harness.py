@@ -10,8 +10,9 @@ from typing import Any
 
 from npuwatch.agent.runtime import Agent
 from npuwatch.config import Config
-from npuwatch.journal.block import StoredRecord, decode_block
+from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.journal.rows import StoredRecord
 from npuwatch.metrics import SelfMetrics
 
 HEADER = "[{level}] HCCL({pid},python3):2025-09-14-09:{minute:02d}:{second:02d}.{milli:03d}.000 [hccl.cc:42] [{pid}]"

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from npuwatch.journal.block import StoredRecord, encode_block
+from npuwatch.journal.block import encode_block
+from npuwatch.journal.rows import StoredRecord
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, FileSource
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from npuwatch.records import Record

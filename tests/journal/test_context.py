@@ -6,9 +6,9 @@ import re
 from contextlib import closing
 from pathlib import Path
 
-from npuwatch.journal.block import StoredRecord
 from npuwatch.journal.context import ContextReader
 from npuwatch.journal.query import Hit, Question, search
+from npuwatch.journal.rows import StoredRecord
 from tests.journal.journal_builder import LogFile, cann_line, epoch_us, write_journal
 
 T0 = epoch_us("2025-09-14T09:30:00")

@@ -24,9 +24,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npuwatch.journal.block import StoredRecord, decode_block
+from npuwatch.journal.block import decode_block
 from npuwatch.journal.query import Question, search, search_events
-from npuwatch.journal.segment import EventRow, FileSource
+from npuwatch.journal.rows import FileSource, StoredRecord
+from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import CommitBatch, list_segments
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from tests.journal.journal_builder import (
@@ -305,6 +306,14 @@ SCANNED = {
     "a module, a pattern and a start": Question(
         modules=of("HCCL"), pattern=pattern("(?i)NOTIFY"), since_us=WINDOW_START
     ),
+    # Blocks are searched as a whole before their records: patterns that look at the start or
+    # end of a record, or past it, must still find exactly what a record-by-record search finds.
+    "a pattern at the record start": Question(pattern=pattern(r"^\[ERROR\]")),
+    "a pattern at the record end": Question(pattern=pattern(r"heartbeat lost$")),
+    "a pattern at the end of a continuation line": Question(pattern=pattern(r"lost(?!.)")),
+    "a pattern only at the text's start": Question(pattern=pattern(r"\A    detail|\A\[INFO")),
+    "a pattern only at the text's end": Question(pattern=pattern(r"heartbeat lost\Z")),
+    "a pattern not after a character": Question(pattern=pattern(r"(?<![\n ])\[WARNING\]")),
 }
 
 
@@ -463,7 +472,10 @@ def test_codes_or_notable_levels_are_answered_from_the_index_and_the_rest_from_b
 
 def documents(directory: Path, question: Question) -> list[str]:
     """The events `search_events` answers with, as canonical JSON texts."""
-    return [json.dumps(document, sort_keys=True) for document in search_events(directory, question)]
+    return [
+        json.dumps(json.loads(document), sort_keys=True)
+        for document in search_events(directory, question)
+    ]
 
 
 def journaled(rows: list[EventRow]) -> list[str]:

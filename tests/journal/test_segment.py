@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from npuwatch.journal.block import decode_block
-from npuwatch.journal.segment import EventRow, FileSource, Segment
+from npuwatch.journal.rows import FileSource
+from npuwatch.journal.segment import EventRow, Segment
 from tests.journal.conftest import (
     block_of,
     checkpoint,

@@ -19,7 +19,8 @@ from operator import attrgetter
 from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import END, JournalWork
 from npuwatch.journal.block import encode_block
-from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, FileSource
+from npuwatch.journal.rows import FileSource
+from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow
 from npuwatch.journal.store import CommitBatch, Journal, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
 from npuwatch.records import Record, SourceInfo

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 _EXAMPLES = """\
@@ -74,7 +73,6 @@ def add_grep_command(commands: Any) -> None:
     )
     grep.add_argument(
         "--journal",
-        type=Path,
         metavar="DIR",
         help="journal folder (default: the configured one, /var/lib/npuwatch/journal)",
     )

@@ -1,34 +1,34 @@
 """`npuwatch grep`: structured questions to the agent's journal, answered like grep.
 
-This module is on the fast path of a command that is timed against `rg`: it imports the journal
-and the standard library only. The record schema and the parser are loaded for --json, and the
-configuration (pydantic) only when no --journal is given.
+This module is on the fast path of a command that is timed against `rg`, where most of the time
+is the interpreter starting (docs/adr/0002-grep-start-up.md): what it imports at the top is the
+journal's index plan and the lightest of the standard library. The rest is imported where it is
+needed: the block codecs for -C, the record schema and the parser for --json, json for --events,
+zoneinfo for --timezone, and the configuration (pydantic) only when no --journal is given.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, tzinfo
-from pathlib import Path
-from typing import TextIO
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import datetime, timezone, tzinfo
+from typing import TYPE_CHECKING, TextIO
 
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
-from npuwatch.journal.block import StoredRecord
-from npuwatch.journal.context import ContextReader
-from npuwatch.journal.query import Hit, Question, search, search_events
-from npuwatch.journal.store import list_segments
+from npuwatch.journal.layout import segment_files
+from npuwatch.journal.query import Directory, Hit, Question, search, search_events
+from npuwatch.journal.rows import StoredRecord
 from npuwatch.quantities import parse_duration
-from npuwatch.sinks.event_text import event_line
 from npuwatch.terminal import Palette, wants_colour
 
-_DEFAULT_JOURNAL = Path("/var/lib/npuwatch/journal")
+if TYPE_CHECKING:
+    from npuwatch.journal.context import ContextReader
+
+_DEFAULT_JOURNAL = "/var/lib/npuwatch/journal"
 _CANN_DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})-(\d{2}:)")
 
 
@@ -65,12 +65,7 @@ def _names(text: str | None, upper: bool = True) -> frozenset[str]:
 
 
 def build_question(args: argparse.Namespace, now_s: float) -> Question:
-    zone = None
-    if args.timezone:
-        try:
-            zone = ZoneInfo(args.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            fail(f"unknown time zone {args.timezone!r}: use an IANA name such as Asia/Shanghai")
+    zone = _zone(args.timezone) if args.timezone else None
     try:
         since = parse_when(args.since, now_s, zone) if args.since else None
         until = parse_when(args.until, now_s, zone) if args.until else None
@@ -96,9 +91,20 @@ def build_question(args: argparse.Namespace, now_s: float) -> Question:
     )
 
 
-def journal_directory(args: argparse.Namespace) -> Path:
+def _zone(name: str) -> tzinfo:
+    if name.upper() == "UTC":
+        return timezone.utc
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415 - see the docstring
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        fail(f"unknown time zone {name!r}: use an IANA name such as Asia/Shanghai")
+
+
+def journal_directory(args: argparse.Namespace) -> Directory:
     if args.journal is not None:
-        return Path(args.journal)
+        return str(args.journal)
     from npuwatch.config import ConfigError, config_path_from, load_config  # noqa: PLC0415
 
     try:
@@ -110,7 +116,7 @@ def journal_directory(args: argparse.Namespace) -> Path:
 def run_grep(args: argparse.Namespace) -> int:
     question = build_question(args, time.time())
     directory = journal_directory(args)
-    if not list_segments(directory):
+    if not segment_files(directory):
         fail(
             f"no journal at {directory}: is the agent running (npuwatch agent)? Give the "
             "folder with --journal DIR"
@@ -142,9 +148,9 @@ def _first(hits: Iterator[Hit], count: int) -> Iterator[Hit]:
         yield hit
 
 
-def _print_events(
-    events: Iterator[dict[str, object]], args: argparse.Namespace, out: TextIO
-) -> int:
+def _print_events(events: Iterator[str], args: argparse.Namespace, out: TextIO) -> int:
+    from npuwatch.sinks.event_text import event_line  # noqa: PLC0415 - see the docstring
+
     found = 0
     for document in events:
         found += 1
@@ -152,8 +158,7 @@ def _print_events(
             found -= 1
             break
         if not args.count:
-            text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-            out.write((text if args.json else event_line(text)) + "\n")
+            out.write((document if args.json else event_line(document)) + "\n")
     if args.count:
         out.write(f"{found}\n")
     return EXIT_OK if found else EXIT_FINDINGS
@@ -168,7 +173,7 @@ class _Printer:
     """Writes hits (and their context) as grep would, or as JSON documents."""
 
     def __init__(
-        self, args: argparse.Namespace, question: Question, directory: Path, out: TextIO
+        self, args: argparse.Namespace, question: Question, directory: Directory, out: TextIO
     ) -> None:
         self._args = args
         self._pattern = question.pattern
@@ -178,7 +183,11 @@ class _Printer:
         # of an indexed hit is made from the record as its block holds it.
         self._whole = bool(args.json and question.indexed)
         needs_blocks = args.context > 0 or self._whole
-        self._reader = ContextReader(directory) if needs_blocks else None
+        self._reader: ContextReader | None = None
+        if needs_blocks:
+            from npuwatch.journal.context import ContextReader  # noqa: PLC0415 - see the docstring
+
+            self._reader = ContextReader(directory)
         self._file: str | None = None
         """The file of the group being printed (with -C)."""
         self._path = ""
@@ -201,14 +210,7 @@ class _Printer:
     def print(self, hit: Hit) -> None:
         self.matches += 1
         if self._args.json:
-            from npuwatch.journal.documents import to_record  # noqa: PLC0415 - only for --json
-
-            record = hit.record
-            if self._whole and self._reader is not None:
-                record = self._reader.record(hit)
-            document = to_record(record, hit.source).to_document()
-            self._out.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
-            self._out.write("\n")
+            self._print_document(hit)
             return
         if self._reader is None or self._args.context <= 0:
             self._lines(hit.source.path, hit.record.original, ":", highlight=True)
@@ -231,6 +233,18 @@ class _Printer:
             self._lines(self._path, near.original, "-", highlight=False)
         self._lines(self._path, record.original, ":", highlight=True)
         self._printed, self._pending = record, after
+
+    def _print_document(self, hit: Hit) -> None:
+        import json  # noqa: PLC0415 - see the docstring
+
+        from npuwatch.journal.documents import to_record  # noqa: PLC0415
+
+        record = hit.record
+        if self._whole and self._reader is not None:
+            record = self._reader.record(hit)
+        document = to_record(record, hit.source).to_document()
+        self._out.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+        self._out.write("\n")
 
     def _joins(self, hit: Hit, before: list[StoredRecord]) -> bool:
         """Whether the group of `hit` overlaps or touches the group printed last."""

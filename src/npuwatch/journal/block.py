@@ -7,12 +7,14 @@ lets a query skip every block that cannot hold a match without opening it.
 
 The blob holds, for n records: times, offsets, end offsets, flags and text lengths as arrays of
 fixed-size integers; levels and modules as one byte per record pointing into a small dictionary;
-pids and codes as JSON; and the original texts joined by newlines. Decoding gives `StoredRecord`s.
+pids and codes as JSON; and the original texts joined by newlines. Decoding gives
+`rows.StoredRecord`s.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import struct
 import zlib
 from array import array
@@ -24,6 +26,8 @@ from operator import and_, attrgetter, or_
 from typing import TYPE_CHECKING
 
 import zstandard
+
+from npuwatch.journal.rows import NOTABLE_LEVELS, StoredRecord
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
     from npuwatch.records import Record
@@ -37,9 +41,6 @@ _FLAGS = attrgetter("flags")
 _OFFSET = attrgetter("offset")
 _END = attrgetter("end_offset")
 _ORIGINAL = attrgetter("original")
-
-NOTABLE_LEVELS = frozenset({"WARNING", "WARN", "ERROR", "EXCEPTION", "CRITICAL", "FATAL", "EVENT"})
-"""Records at these levels, and records carrying error codes, are also indexed one row each."""
 
 _NONE = -(2**63)
 """Stands for None in the integer arrays (no record is dated 292,277 BC, no pid or offset is
@@ -90,21 +91,6 @@ class EncodedBlock:
     raw_bytes: int
     """Bytes of original text in the block (before compression)."""
     notable: list[NotableRecord]
-
-
-@dataclass
-class StoredRecord:
-    """A record read back from the journal: the fields kept per record, and its text."""
-
-    timestamp_us: int | None
-    level: str | None
-    logger: str | None
-    pid: int | None
-    error_codes: list[str]
-    flags: int
-    offset: int | None
-    end_offset: int | None
-    original: str
 
 
 def _members(values: Sequence[object]) -> str:
@@ -217,10 +203,12 @@ class BlockFormatError(ValueError):
     """The blob is not a block this version can read (corruption, or a newer format)."""
 
 
-def decode_block(payload: bytes) -> list[StoredRecord]:
-    """The records of a block, in their order."""
+def decode_block(payload: bytes, text_has: re.Pattern[str] | None = None) -> list[StoredRecord]:
+    """The records of a block, in their order; none at all when `text_has` is given and finds
+    nothing in the block's text (all its records' texts, joined by newlines), which is found out
+    before any record is built."""
     try:
-        return list(_decode(payload))
+        return list(_decode(payload, text_has))
     except (
         zstandard.ZstdError,
         zlib.error,
@@ -233,7 +221,7 @@ def decode_block(payload: bytes) -> list[StoredRecord]:
         raise BlockFormatError(f"unreadable block: {error}") from error
 
 
-def _decode(payload: bytes) -> Iterator[StoredRecord]:
+def _decode(payload: bytes, text_has: re.Pattern[str] | None) -> Iterator[StoredRecord]:
     marker, body = payload[:1], payload[1:]
     if marker == b"s":
         body = zstandard.ZstdDecompressor().decompress(body)
@@ -276,19 +264,21 @@ def _decode(payload: bytes) -> Iterator[StoredRecord]:
     starts = [0, *accumulate(length + 1 for length in lengths)]
     if len(text) != max(starts[-1] - 1, 0):  # the texts are the rest of the blob, exactly
         raise ValueError("block text does not match its lengths")
+    if text_has is not None and text_has.search(text) is None:
+        return
     for index in range(count):
         time = times[index]
         offset = offsets[index]
         end = ends[index]
         pid = pids[index]
-        yield StoredRecord(
-            timestamp_us=None if time == _NONE else time,
-            level=names[level_index[index]],
-            logger=names[logger_index[index]],
-            pid=None if pid == _NONE else pid,
-            error_codes=codes.get(index, []),
-            flags=flags.get(index, 0),
-            offset=None if offset == _NONE else offset,
-            end_offset=None if end == _NONE else end,
-            original=text[starts[index] : starts[index] + lengths[index]],
+        yield StoredRecord(  # positional: keywords make a NamedTuple slower to build
+            None if time == _NONE else time,
+            names[level_index[index]],
+            names[logger_index[index]],
+            None if pid == _NONE else pid,
+            codes.get(index, []),
+            flags.get(index, 0),
+            None if offset == _NONE else offset,
+            None if end == _NONE else end,
+            text[starts[index] : starts[index] + lengths[index]],
         )

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from pathlib import Path
 
-from npuwatch.journal.block import StoredRecord, decode_block
-from npuwatch.journal.query import Hit
+from npuwatch.journal.block import decode_block
+from npuwatch.journal.layout import segment_file_name
+from npuwatch.journal.query import Directory, Hit
+from npuwatch.journal.rows import StoredRecord
 from npuwatch.journal.segment import BLOCK_COLUMNS, Segment, block_from_row
-from npuwatch.journal.store import segment_path
 
 _CACHED_BLOCKS = 8
 
@@ -16,7 +17,7 @@ _CACHED_BLOCKS = 8
 class ContextReader:
     """Reads the neighbours of hits; keeps the last few blocks decoded."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Directory) -> None:
         self.directory = directory
         self._segments: dict[int, Segment] = {}
         self._blocks: OrderedDict[tuple[int, int], tuple[str, list[StoredRecord]]] = OrderedDict()
@@ -56,7 +57,7 @@ class ContextReader:
     def _segment(self, sequence: int) -> Segment:
         segment = self._segments.get(sequence)
         if segment is None:
-            path = segment_path(self.directory, sequence)
+            path = Path(self.directory, segment_file_name(sequence))
             segment = self._segments[sequence] = Segment(path, sequence, readonly=True)
         return segment
 

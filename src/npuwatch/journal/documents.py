@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from npuwatch.journal.block import StoredRecord
-from npuwatch.journal.segment import FileSource
+from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import parse_bytes
 from npuwatch.parsers.timestamps import resolve_timezone

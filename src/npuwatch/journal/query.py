@@ -1,31 +1,34 @@
 """Answering `grep` questions from the journal without reading what cannot match.
 
 Two plans. A question that names a level of WARNING or above, or an error code, is answered from
-the index of notable records (one row each, see block.NOTABLE_LEVELS): an SQLite index lookup,
-however large the journal. Any other question reads blocks, but only the blocks whose summary
-(time range, levels, modules, pids, host, device) can hold a match, and within a block the text
-is searched once before any record is looked at.
+the index of notable records (one row each, see rows.NOTABLE_LEVELS): an SQLite index lookup,
+however large the journal. Any other question reads blocks (block_scan.py), but only the blocks
+whose summary (time range, levels, modules, pids, host, device) can hold a match.
 
 Hits come in journal order (segment, block, position), which is commit order.
+
+The index plan is timed against `rg` (bench/grep_bench.py) and most of its time is the
+interpreter starting: this module and what it imports stay free of dataclasses, pathlib and
+the block codecs (see docs/adr/0002-grep-start-up.md).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
+import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any, NamedTuple
 
-from npuwatch.journal.block import NOTABLE_LEVELS, StoredRecord, decode_block
-from npuwatch.journal.segment import BLOCK_COLUMNS, FileSource, Segment, block_from_row
-from npuwatch.journal.store import list_segments
+from npuwatch.journal.layout import open_readonly, segment_files
+from npuwatch.journal.rows import NOTABLE_LEVELS, FileSource, StoredRecord
 
-_SOURCE_COLUMNS = "b.file_key, b.path, b.host, b.kind, b.channel, b.device, b.file_pid, b.timezone"
+SOURCE_COLUMNS = "b.file_key, b.path, b.host, b.kind, b.channel, b.device, b.file_pid, b.timezone"
+
+Directory = str | os.PathLike[str]
 
 
-@dataclass(frozen=True)
-class Question:
+class Question(NamedTuple):
     """What `grep` asks; empty sets and None mean "any"."""
 
     pattern: re.Pattern[str] | None = None
@@ -45,8 +48,7 @@ class Question:
         return bool(self.codes) or (bool(self.levels) and self.levels <= NOTABLE_LEVELS)
 
 
-@dataclass
-class Hit:
+class Hit(NamedTuple):
     segment: int
     block_id: int
     position: int
@@ -55,12 +57,12 @@ class Hit:
     device: int | None = None
 
 
-@dataclass
 class Where:
     """An SQL condition built clause by clause, with its parameters."""
 
-    clauses: list[str] = field(default_factory=list)
-    parameters: list[object] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.clauses: list[str] = []
+        self.parameters: list[object] = []
 
     def add(self, clause: str, *parameters: object) -> None:
         self.clauses.append(clause)
@@ -80,29 +82,42 @@ class Where:
         return " AND ".join(self.clauses) if self.clauses else "1"
 
 
-def open_segments(directory: Path) -> Iterator[Segment]:
-    for sequence, path in list_segments(directory):
-        segment = Segment(path, sequence, readonly=True)
+class ReadOnlySegment(NamedTuple):
+    sequence: int
+    db: sqlite3.Connection
+
+    def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, parameters).fetchall()
+
+
+def open_segments(directory: Directory) -> Iterator[ReadOnlySegment]:
+    """Each segment of the journal in turn, open read-only (closed when the next is asked)."""
+    for sequence, path in segment_files(directory):
+        db = open_readonly(path)
         try:
-            yield segment
+            yield ReadOnlySegment(sequence, db)
         finally:
-            segment.close()
+            db.close()
 
 
-def search(directory: Path, question: Question) -> Iterator[Hit]:
+def search(directory: Directory, question: Question) -> Iterator[Hit]:
     """Every record in the journal at `directory` that answers `question`."""
     triggers = _event_triggers(directory, question) if question.categories else None
     if triggers is not None and not triggers:
         return
+    if not question.indexed:
+        # The block plan needs the block codecs, which the index plan does not pay for.
+        from npuwatch.journal.block_scan import from_blocks  # noqa: PLC0415
+
     for segment in open_segments(directory):
         if question.indexed:
             yield from _from_index(segment, question, triggers)
         else:
-            yield from _from_blocks(segment, question, triggers)
+            yield from from_blocks(segment, question, triggers)
 
 
 def _from_index(
-    segment: Segment, question: Question, triggers: set[tuple[str, int]] | None
+    segment: ReadOnlySegment, question: Question, triggers: set[tuple[str, int]] | None
 ) -> Iterator[Hit]:
     where = Where()
     if question.codes:
@@ -128,7 +143,7 @@ def _from_index(
         where.add("b.host = ?", question.host)
     rows = segment.query(
         "SELECT n.block_id, n.position, n.timestamp_us, n.level, n.logger, n.pid, n.codes, "
-        f"n.offset, n.original, n.device, {_SOURCE_COLUMNS} "
+        f"n.offset, n.original, n.device, {SOURCE_COLUMNS} "
         "FROM notable n JOIN blocks b ON b.id = n.block_id "
         f"WHERE {where.sql()} ORDER BY n.block_id, n.position",
         where.parameters,
@@ -144,79 +159,7 @@ def _from_index(
         yield Hit(segment.sequence, block_id, position, source, record, device)
 
 
-def _from_blocks(
-    segment: Segment, question: Question, triggers: set[tuple[str, int]] | None
-) -> Iterator[Hit]:
-    where = Where()
-    if question.since_us is not None:
-        where.add("last_us >= ?", question.since_us)
-    if question.until_us is not None:
-        where.add("first_us <= ?", question.until_us)
-    if question.levels:
-        where.members("levels", sorted(question.levels))
-    if question.modules:
-        where.members("modules", sorted(question.modules))
-    if question.pid is not None:
-        where.members("pids", [str(question.pid)])
-    if question.host is not None:
-        where.add("host = ?", question.host)
-    if question.device is not None:
-        # Host logs carry the device in the body, not the path: those blocks must be read.
-        where.add("(device = ? OR device IS NULL)", question.device)
-    if triggers is not None:
-        where.any_of("file_key", sorted({key for key, _ in triggers}))
-    last_id = 0
-    while True:  # a page of blocks at a time: memory stays bounded on a large journal
-        rows = segment.query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id > ? AND {where.sql()} "
-            "ORDER BY id LIMIT 16",
-            [last_id, *where.parameters],
-        )
-        if not rows:
-            return
-        for row in rows:
-            block = block_from_row(row)
-            last_id = block.id
-            records = decode_block(block.payload)
-            for position, record in enumerate(records):
-                if _matches(record, question, block.source, triggers):
-                    device = block.source.device
-                    if question.device is not None and device is None:
-                        device = _body_device(record, block.source)
-                        if device != question.device:
-                            continue
-                    yield Hit(segment.sequence, block.id, position, block.source, record, device)
-
-
-def _matches(
-    record: StoredRecord,
-    question: Question,
-    source: FileSource,
-    triggers: set[tuple[str, int]] | None,
-) -> bool:
-    if question.pattern is not None and question.pattern.search(record.original) is None:
-        return False
-    ts = record.timestamp_us
-    if question.since_us is not None and (ts is None or ts < question.since_us):
-        return False
-    if question.until_us is not None and (ts is None or ts > question.until_us):
-        return False
-    if question.levels and record.level not in question.levels:
-        return False
-    if question.modules and record.logger not in question.modules:
-        return False
-    if question.pid is not None and record.pid != question.pid:
-        return False
-    return triggers is None or (source.file_key, record.offset or 0) in triggers
-
-
-def _body_device(record: StoredRecord, source: FileSource) -> int | None:
-    from npuwatch.journal.documents import to_record  # noqa: PLC0415 - the parser, only if needed
-
-    return to_record(record, source).device
-
-
-def _event_triggers(directory: Path, question: Question) -> set[tuple[str, int]]:
+def _event_triggers(directory: Directory, question: Question) -> set[tuple[str, int]]:
     """(file key, offset) of the records that triggered events of the asked categories."""
     found: set[tuple[str, int]] = set()
     categories = sorted(question.categories)
@@ -231,8 +174,9 @@ def _event_triggers(directory: Path, question: Question) -> set[tuple[str, int]]
     return found
 
 
-def search_events(directory: Path, question: Question) -> Iterator[dict[str, object]]:
-    """The events (as documents) that answer `question`, each once however often journaled."""
+def search_events(directory: Directory, question: Question) -> Iterator[str]:
+    """The events (JSON documents, as journaled) that answer `question`, each once however
+    often journaled."""
     seen: set[str] = set()
     for segment in open_segments(directory):
         where = Where()
@@ -263,4 +207,4 @@ def search_events(directory: Path, question: Question) -> Iterator[dict[str, obj
             seen.add(str(event_id))
             if question.pattern is not None and question.pattern.search(str(document)) is None:
                 continue
-            yield json.loads(str(document))
+            yield str(document)

@@ -12,9 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote
 
 from npuwatch.journal.block import EncodedBlock
+from npuwatch.journal.layout import open_readonly
+from npuwatch.journal.rows import FileSource
 
 FORMAT_VERSION = "1"
 
@@ -95,20 +96,6 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 """
 
 Sync = Literal["full", "normal"]
-
-
-@dataclass(frozen=True)
-class FileSource:
-    """The file a block's records came from, as the block row names it."""
-
-    file_key: str
-    path: str
-    host: str | None = None
-    kind: str | None = None
-    channel: str | None = None
-    device: int | None = None
-    file_pid: int | None = None
-    timezone: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,13 +188,7 @@ class Segment:
         self.sequence = sequence
         self.readonly = readonly
         if readonly:
-            # Quoted: a `?`, `#` or `%` in a folder name would otherwise end or change the path.
-            self._db = sqlite3.connect(
-                f"file:{quote(str(path))}?mode=ro",
-                uri=True,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            self._db = open_readonly(path)
             return
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:

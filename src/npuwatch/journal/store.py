@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npuwatch.journal.layout import segment_file_name, segment_files
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, Segment, Sync
 
-_NAME = re.compile(r"^segment-(\d{8})\.db$")
 _QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")
 _SIDE_FILES = ("-wal", "-shm")
 _DAY_US = 86_400 * 1_000_000
@@ -59,21 +59,12 @@ class JournalUnavailable(Exception):
 
 
 def segment_path(directory: Path, sequence: int) -> Path:
-    return directory / f"segment-{sequence:08d}.db"
+    return directory / segment_file_name(sequence)
 
 
 def list_segments(directory: Path) -> list[tuple[int, Path]]:
     """(sequence, path) of the segments in `directory`, oldest first."""
-    found = []
-    try:
-        entries = list(directory.iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    for entry in entries:
-        match = _NAME.match(entry.name)
-        if match:
-            found.append((int(match[1]), entry))
-    return sorted(found)
+    return [(sequence, Path(path)) for sequence, path in segment_files(directory)]
 
 
 def segment_bytes_on_disk(path: Path) -> int:

@@ -1,0 +1,194 @@
+"""Benchmark `npuwatch grep` on a 1M-line journal against `rg` over the same raw log tree.
+
+    python bench/grep_bench.py [--work /tmp/npuwatch-grep-bench] [--lines 1000000]
+
+Builds (once) a log tree of about a million lines spread over 24 hours in the real CANN formats,
+journals it with the real agent, then times the structured question of the issue, "ERROR records
+with code E30009 on one device in the last hour", both ways. rg cannot filter by time or device,
+so it is given only the level and the code: its answer is a superset, and its time a lower bound
+for any rg pipeline that answers the question exactly. A text-only question (no field to use)
+is timed too, where npuwatch has to read blocks.
+
+Times are whole commands (interpreter start-up included), best and median of repeated runs, in
+three states of the page cache:
+  warm        everything cached (the logs were just written, the command just ran);
+  data cold   the log tree and the journal evicted (posix_fadvise DONTNEED), programs cached:
+              a training host an hour after the fact, where reading the dataset has pushed the
+              logs out of memory while the agent (same interpreter, same modules) kept its code in;
+  all cold    the whole page cache dropped (needs root), programs included.
+The reference line is the interpreter starting and doing nothing: on a warm cache it is most of
+what npuwatch's answer costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from make_tree import write_tree
+
+DEVICE = 4
+"""The device whose log folder the tree writer fills with E30009 errors (device-4)."""
+
+
+def journal_records(journal: Path) -> int:
+    total = 0
+    for path in sorted(journal.glob("segment-*.db")):
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            total += db.execute("SELECT coalesce(sum(count), 0) FROM blocks").fetchone()[0]
+        finally:
+            db.close()
+    return total
+
+
+def build(work: Path, lines: int) -> tuple[Path, Path]:
+    tree, state = work / "tree", work / "state"
+    marker = work / "built"
+    if marker.exists():
+        return tree, state / "journal"
+    shutil.rmtree(work, ignore_errors=True)
+    size = write_tree(tree, lines, hours=24)
+    print(f"tree: {lines:,} lines, {size / 1e6:.0f} MB over 24 hours under {tree}")
+    env = {**os.environ, "NPUWATCH_CONFIG": str(work / "none.toml")}
+    (work / "none.toml").write_text("", encoding="utf-8")
+    command = [sys.executable, "-m", "npuwatch", "agent", "--root", str(tree),
+               "--state-directory", str(state), "--log-level", "WARNING"]  # fmt: skip
+    agent = subprocess.Popen(command, env=env)
+    started = time.monotonic()
+    last, stable = -1, 0
+    while stable < 3:  # done when the count stops moving
+        time.sleep(1.0)
+        count = journal_records(state / "journal") if (state / "journal").exists() else 0
+        stable = stable + 1 if count == last and count > 0 else 0
+        last = count
+    elapsed = time.monotonic() - started - 3.0
+    agent.send_signal(signal.SIGTERM)
+    agent.wait(timeout=120)
+    journal_size = sum(p.stat().st_size for p in (state / "journal").glob("segment-*"))
+    print(
+        f"journal: {last:,} records in {elapsed:.1f} s ({last / elapsed:,.0f} records/s),"
+        f" {journal_size / 1e6:.0f} MB on disk ({size / journal_size:.1f} times smaller)"
+    )
+    marker.write_text("", encoding="utf-8")
+    return tree, state / "journal"
+
+
+def can_drop_caches() -> bool:
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n", encoding="utf-8")
+    except OSError:
+        return False
+    return True
+
+
+def evict(roots: list[Path]) -> None:
+    """Drop the pages of every file under `roots` from the page cache (they are clean after a
+    sync, so the kernel honours the advice)."""
+    os.sync()
+    for root in roots:
+        for folder, _, names in os.walk(root):
+            for name in names:
+                fd = os.open(Path(folder, name), os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+
+
+def timed(
+    command: list[str], runs: int, prepare: Callable[[], object] | None = None
+) -> tuple[float, float, str]:
+    times = []
+    output = ""
+    for _ in range(runs):
+        if prepare is not None:
+            prepare()
+        started = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - started)
+        output = result.stdout
+    return min(times), statistics.median(times), output
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/npuwatch-grep-bench"))
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    rg = shutil.which("rg")
+    if rg is None:
+        raise SystemExit("rg not found: apt-get install ripgrep")
+    tree, journal = build(args.work, args.lines)
+    # The tree's files start 2025-05-08 09:56 and span 24 hours: "the last hour" is its 24th.
+    end = datetime(2025, 5, 9, 9, 56)
+    since, until = (end - timedelta(hours=1)).isoformat(" "), end.isoformat(" ")
+    # The installed command, as users run it (python -m adds runpy's start-up).
+    script = Path(sys.executable).with_name("npuwatch")
+    program = [str(script)] if script.exists() else [sys.executable, "-m", "npuwatch"]
+    npuwatch = [*program, "grep", "--journal", str(journal), "--timezone", "UTC"]
+    questions = [
+        (
+            "ERROR + E30009 + device + last hour",
+            [
+                *npuwatch,
+                "--level",
+                "ERROR",
+                "--code",
+                "E30009",
+                "--device",
+                str(DEVICE),
+                "--since",
+                since,
+                "--until",
+                until,
+                "-c",
+            ],
+            [rg, "-c", "--no-filename", r"^\[ERROR\].*E30009", str(tree)],
+        ),
+        (
+            "text only: 'connect to 10.0.4' (no field to use)",
+            [*npuwatch, "-c", "connect to 10.0.4"],
+            [rg, "-c", "--no-filename", "connect to 10.0.4", str(tree)],
+        ),
+    ]
+    startup = timed([sys.executable, "-c", "pass"], args.runs)
+    print(f"reference: {sys.executable} -c pass: best {startup[0] * 1000:.1f} ms")
+    states: list[tuple[str, Callable[[], object] | None, int]] = [
+        ("warm", None, args.runs),
+        ("data cold", lambda: evict([tree, journal]), 5),
+    ]
+    if can_drop_caches():
+        states.append(("all cold", lambda: os.sync() or can_drop_caches(), 3))
+    for label, ours, theirs in questions:
+        for cache, prepare, runs in states:
+            mine = timed(ours, runs, prepare)
+            other = timed(theirs, runs, prepare)
+            found_rg = sum(int(n) for n in other[2].split()) if other[2].strip() else 0
+            print(f"{label} [{cache}]:")
+            for name, (best, median, _), found in (
+                ("npuwatch grep", mine, f"{mine[2].strip()} records"),
+                ("rg (superset)", other, f"{found_rg} lines"),
+            ):
+                print(
+                    f"  {name}: best {best * 1000:7.1f} ms, median {median * 1000:7.1f} ms, {found}"
+                )
+    if len(states) < 3:
+        print("all cold: not measured (no permission to write /proc/sys/vm/drop_caches)")
+
+
+if __name__ == "__main__":
+    main()
