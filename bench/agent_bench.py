@@ -149,6 +149,18 @@ def reference_parse_rate(lines: list[str]) -> float:
     return len(lines) / (time.perf_counter() - started)
 
 
+def wait_until_settled(pid: int, timeout_s: float = 30.0) -> None:
+    """Until the process has used under 10 ms of CPU in half a second (its start-up is over)."""
+    deadline = time.monotonic() + timeout_s
+    last = sample(pid).cpu_s
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = sample(pid).cpu_s
+        if now - last < 0.01:
+            return
+        last = now
+
+
 def run_writer_workload(args: argparse.Namespace, rate_lines: float, chunk: int) -> None:
     tune_garbage_collector()
     work = Path(tempfile.mkdtemp(prefix="npuwatch-bench-"))
@@ -157,7 +169,7 @@ def run_writer_workload(args: argparse.Namespace, rate_lines: float, chunk: int)
     sample_lines = debug_lines(20000, 1)
     line_bytes = sum(len(line) + 1 for line in sample_lines) / len(sample_lines)
     agent = start_agent(root, state)
-    time.sleep(2.0)  # start-up: imports, rules, first rescan
+    wait_until_settled(agent.pid)  # start-up (imports, rules, first rescan) is not the workload
     before = sample(agent.pid)
     writer = subprocess.Popen(
         [sys.executable, "-c", writer_script(root, args.files, rate_lines, args.seconds, chunk)],

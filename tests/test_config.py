@@ -60,7 +60,7 @@ def test_without_a_file_the_agent_runs_with_the_defaults() -> None:
     assert config == Config()
     assert config.agent.state_directory == Path("/var/lib/npuwatch")
     assert config.sources.include == ["*.log", "*.log.*", "slogdlog*"]
-    assert config.journal.commit_interval == 0.2
+    assert config.journal.commit_interval == 0.5
     assert config.journal.max_bytes == 10 * 1024**3
     assert config.sinks.console.enabled is False
 
@@ -428,5 +428,5 @@ def test_the_example_writes_every_key_and_comments_out_only_the_unset_ones() -> 
             assert re.search(rf"^(# )?{name} = ", text, re.MULTILINE), name
     assert set(re.findall(r"^# (\w+) = ", text, re.MULTILINE)) == {"host_name", "path"}
     assert '\n# path = "/var/lib/npuwatch/journal"\n' in text
-    assert '\ncommit_interval = "200ms"\n' in text
+    assert '\ncommit_interval = "500ms"\n' in text
     assert '\nmax_bytes = "10GiB"\n' in text

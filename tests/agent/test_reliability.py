@@ -381,3 +381,42 @@ def test_a_crash_loses_nothing_that_was_written_and_duplicates_nothing(tmp_path:
     got = harness.wait_for_lines(Counter(written))
     harness.stop()
     assert got == Counter(written)
+
+
+def test_more_files_than_descriptors_are_all_read_whole_through_closes_and_reopens(
+    tmp_path: Path,
+) -> None:
+    """Bounded descriptors: twelve files written in turns through four descriptors. Files are
+    closed to make room while a line is half written, reopened by identity when they grow,
+    and every line is journaled once, whole."""
+    harness = Harness(tmp_path, max_open_files=4, idle_flush=30.0)
+    pids = range(800, 812)
+    paths = {pid: plog_path(harness.logs, pid) for pid in pids}
+    written: Counter[str] = Counter()
+    for path in paths.values():
+        path.write_text("", encoding="utf-8")
+    harness.start()
+    for turn in range(3):
+        for pid, path in paths.items():
+            lines = lines_of(pid, turn * 10, 10)
+            written.update(lines[:-1])
+            # The last line of the turn ends in the next turn: the file is held mid-record.
+            previous = plog_line(pid, turn * 10 - 1) if turn else ""
+            head = previous[40:] + "\n" if turn else ""
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(head + "".join(line + "\n" for line in lines[:-1]) + lines[-1][:40])
+            if turn:
+                written[previous] += 1
+        assert harness.metrics.value("npuwatch_files_open") <= 4
+    for pid, path in paths.items():
+        last = plog_line(pid, 29)
+        append(path, [last[40:], plog_line(pid, 30)])
+        written.update([last, plog_line(pid, 30)])
+    got = harness.wait_for_lines(written - Counter(plog_line(pid, 30) for pid in pids))
+    harness.stop()
+    # The very last line of each file is held until the idle flush or the next line; on stop
+    # it stays unjournaled and is read again at the next start.
+    assert got == written - Counter(plog_line(pid, 30) for pid in pids)
+    harness.start()
+    assert harness.metrics.value("npuwatch_files_open") <= 4
+    harness.stop()

@@ -24,7 +24,9 @@ class AgentMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="npuwatch-machine-"))
-        self.harness = Harness(self.tmp)
+        # Two descriptors for up to a handful of files: rotation and writes also close and
+        # reopen files by identity.
+        self.harness = Harness(self.tmp, max_open_files=2)
         self.expected: Counter[str] = Counter()
         self.files: list[Path] = []
         self.number = 0

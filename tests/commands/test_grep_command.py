@@ -450,12 +450,27 @@ def test_text_that_is_no_time_says_what_would_be() -> None:
 # --- the fast path ------------------------------------------------------------------------------
 
 
-def test_text_output_loads_neither_pydantic_nor_the_parser(journal_dir: Path) -> None:
+HEAVY_MODULES = (
+    "pydantic",
+    "npuwatch.parsers.stream",
+    "dataclasses",
+    "pathlib",
+    "zstandard",
+    "json",
+    "logging",
+    "zoneinfo",
+    "decimal",
+)
+"""What `grep` must not import to answer from the index (see docs/adr/0002-grep-start-up.md)."""
+
+
+def test_an_indexed_question_loads_none_of_the_heavy_modules(journal_dir: Path) -> None:
     code = (
         "import sys\n"
         "from npuwatch.cli import main\n"
-        f"assert main(['grep', '--journal', {str(journal_dir)!r}, '--level', 'ERROR']) == 0\n"
-        "loaded = [m for m in ('pydantic', 'npuwatch.parsers.stream') if m in sys.modules]\n"
+        f"assert main(['grep', '--journal', {str(journal_dir)!r}, '--level', 'ERROR',\n"
+        "             '--code', 'E30009', '--since', '2025-09-14 09:00', '--timezone', 'UTC']) == 0\n"
+        f"loaded = [m for m in {HEAVY_MODULES!r} if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
     result = subprocess.run(

@@ -34,7 +34,7 @@ _BLOCK_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True)
 class JournalTiming:
-    commit_interval_s: float = 0.2
+    commit_interval_s: float = 0.5
     commit_bytes: int = 4 * 1024 * 1024
     retention_interval_s: float = 60.0
     gauge_interval_s: float = 5.0

@@ -24,6 +24,15 @@ class ReaderTiming:
     rescan_interval_s: float = 10.0
     poll_interval_s: float = 1.0
     idle_check_s: float = 0.5
+    quiet_pause_s: float = 0.25
+    """The pause between reading rounds when files are written slowly. Open files are watched by
+    rounds (an fstat each), not by file events: an event per write cost more than reading (see
+    collector/watch.py). After a round that found nothing, the pause doubles up to
+    `poll_interval_s` while rounds find nothing; a trickle (less than `busy_bytes` read since
+    the last pause) is read every `quiet_pause_s`, in batches rather than line by line; and
+    while more than that comes in, rounds follow each other at once, so that a flood never
+    waits on a pause while the backlog grows on disk."""
+    busy_bytes: int = 64 * 1024
 
 
 class ReaderStage:
@@ -70,6 +79,8 @@ class ReaderStage:
     def _loop(self) -> None:
         next_rescan = 0.0
         next_idle = 0.0
+        quiet_rounds = 0
+        streak_bytes = 0  # read since the last pause
         while not self._stop.is_set():
             now = self._monotonic()
             change, self._pending_change = self._pending_change, None
@@ -83,15 +94,25 @@ class ReaderStage:
                 next_rescan = now + self.timing.rescan_interval_s
                 self.started.set()
             self._wake.clear()
-            busy = self.tailer.poll()
+            read = self.tailer.poll()
+            streak_bytes += read
             if now >= next_idle:
                 self.tailer.idle_work()
                 next_idle = now + self.timing.idle_check_s
-            if busy:
-                continue
-            timeout = min(
+            if read:
+                quiet_rounds = 0
+                if streak_bytes >= self.timing.busy_bytes:
+                    continue
+            else:
+                quiet_rounds += 1
+            streak_bytes = 0
+            pause = min(
+                self.timing.quiet_pause_s * 2 ** max(quiet_rounds - 1, 0),
                 self.timing.poll_interval_s,
+            )
+            timeout = min(
+                pause,
                 max(next_rescan - self._monotonic(), 0.0),
                 max(next_idle - self._monotonic(), 0.0) + 0.001,
             )
-            self._wake.wait(timeout)
+            self._wake.wait(timeout)  # a file event (a new file, a deletion) cuts it short

@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,6 +73,13 @@ def event_row(event: Event, file_key: str | None) -> EventRow:
     )
 
 
+CONTEXT_FILES = 256
+"""Files whose last records are kept as the rules' context before (about 50 records each). On a
+host with thousands of files (10,000 in 1,000 PID folders), keeping every file's window held
+over 100 MB; a file that stayed quiet while this many others wrote starts a new window when it
+resumes, so an event right after that lists fewer records before it."""
+
+
 class RulesStage:
     """Runs the rule engine over read batches in its own thread."""
 
@@ -87,6 +95,7 @@ class RulesStage:
         reload_interval_s: float = 5.0,
         idle_flush_s: float = 5.0,
         wall: Callable[[], float] = time.time,
+        context_files: int = CONTEXT_FILES,
     ) -> None:
         self.engine = engine
         self._inbox = inbox
@@ -99,6 +108,9 @@ class RulesStage:
         self._idle_flush_s = idle_flush_s
         self._wall = wall
         self._streams: dict[str, RuleStream] = {}
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        """Files whose streams hold a context window, least recently written first."""
+        self._context_files = context_files
         self._keys: dict[SourceInfo | None, str] = {}
         self._checkpoints: dict[str, Checkpoint] = {}
         self._rule_mtimes = self._mtimes()
@@ -143,6 +155,9 @@ class RulesStage:
         if batch.end_of_stream:
             stream.close()
             del self._streams[batch.file_key]
+            self._recent.pop(batch.file_key, None)
+        else:
+            self._keep_window(batch.file_key)
         if batch.journal_from:  # a replay after a restart: those records are journaled
             records = [r for r in records if r.offset is None or r.offset >= batch.journal_from]
         waiting = self.engine.waiting_offsets().get(batch.source)
@@ -165,8 +180,19 @@ class RulesStage:
         work.size = len(batch.raw) if batch.raw else 0
         self._outbox.put(work, work.size, self._stop)
 
+    def _keep_window(self, file_key: str) -> None:
+        """Mark the file's window as the most recent; empty the windows beyond the bound."""
+        self._recent[file_key] = None
+        self._recent.move_to_end(file_key)
+        while len(self._recent) > self._context_files:
+            oldest, _ = self._recent.popitem(last=False)
+            stream = self._streams.get(oldest)
+            if stream is not None:
+                stream.window.clear()
+
     def _gone(self, gone: FileGone) -> None:
         self._streams.pop(gone.file_key, None)
+        self._recent.pop(gone.file_key, None)
         self._checkpoints.pop(gone.file_key, None)
         self._outbox.put(JournalWork(gone.file_key, None, forget=gone.file_key), 0, self._stop)
 

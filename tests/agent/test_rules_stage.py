@@ -1,0 +1,99 @@
+"""The rules thread keeps the context-before windows of a bounded number of files."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from npuwatch.agent.queue import ByteQueue
+from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
+from npuwatch.collector.identity import FileIdentity
+from npuwatch.collector.tailed_file import ReadBatch
+from npuwatch.metrics import SelfMetrics
+from npuwatch.parsers import LocalClock, StreamParser
+from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.rules.engine import RuleEngine
+from npuwatch.rules.loader import default_locations, load_rules
+
+CLOCK = LocalClock(resolve_timezone("UTC"))
+
+
+def line(pid: int, second: int, level: str, text: str) -> str:
+    return (
+        f"[{level}] RUNTIME({pid},python3):2025-09-14-09:30:{second:02d}.000.000 "
+        f"[stream.cc:88]{pid + 1} Sync: {text}"
+    )
+
+
+class Files:
+    """Read batches of a few plog files, each with its own parser and offsets."""
+
+    def __init__(self) -> None:
+        self._parsers: dict[int, StreamParser] = {}
+        self._offsets: dict[int, int] = {}
+
+    def batch(self, pid: int, lines: list[str]) -> ReadBatch:
+        path = f"/logs/debug/plog/plog-{pid}_20250914093000000.log"
+        parser = self._parsers.setdefault(pid, StreamParser(CLOCK, path=path, host="node-1"))
+        data = "".join(text + "\n" for text in lines).encode()
+        start = self._offsets.get(pid, 0)
+        records = parser.feed(data, start) + parser.flush()
+        self._offsets[pid] = start + len(data)
+        identity = FileIdentity(1, pid, 16, f"{pid:016x}")
+        return ReadBatch(
+            file_key=identity.key,
+            path=path,
+            source=parser.source,
+            records=records,
+            raw=data,
+            hints=None,
+            journal_from=0,
+            offset=start + len(data),
+            size=start + len(data),
+            identity=identity,
+            bytes_read=len(data),
+            lines_read=len(lines),
+        )
+
+
+def context_before_the_error(context_files: int) -> list[str]:
+    """Three files write; then the first one logs a coded error. The lines its event lists as
+    context before."""
+    engine = RuleEngine(load_rules(default_locations()))
+    inbox: ByteQueue[object] = ByteQueue(1 << 24)
+    outbox: ByteQueue[object] = ByteQueue(1 << 24)
+    stage = RulesStage(
+        engine, inbox, outbox, threading.Event(), SelfMetrics(), context_files=context_files
+    )
+    files = Files()
+    first = [line(100, second, "INFO", f"step {second} done") for second in range(3)]
+    for batch in (
+        files.batch(100, first),
+        files.batch(200, [line(200, 5, "INFO", "other process")]),
+        files.batch(300, [line(300, 6, "INFO", "third process")]),
+        files.batch(100, [line(100, 9, "ERROR", "stream sync failed, error code EE9999")]),
+    ):
+        inbox.put(batch, batch.bytes_read, threading.Event())
+    inbox.put_always(END)
+    stage.start()
+    stage.thread.join(30)
+    assert not stage.thread.is_alive()
+    documents = []
+    while (item := outbox.get(timeout=0)) is not None and item is not END:
+        if isinstance(item, JournalWork):
+            documents.extend(json.loads(row.document) for row in item.events)
+    triggered = [d for d in documents if "EE9999" in d["message"]]
+    assert triggered, [d["rule"]["id"] for d in documents]
+    before: list[str] = triggered[0]["ascend"]["finding"]["context"]["before"]
+    return before
+
+
+def test_a_file_among_the_most_recent_keeps_its_context_before() -> None:
+    before = context_before_the_error(context_files=3)
+    assert [text for text in before if "step" in text] == [
+        line(100, second, "INFO", f"step {second} done") for second in range(3)
+    ]
+
+
+def test_a_file_quiet_while_more_files_wrote_than_the_bound_loses_its_context_before() -> None:
+    assert not [text for text in context_before_the_error(context_files=2) if "step" in text]
