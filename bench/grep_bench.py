@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -123,6 +123,23 @@ def timed(
     return min(times), statistics.median(times), output
 
 
+def floor_script(journal: Path, since: str, until: str) -> str:
+    """What any Python answer to the structured question costs at least: the interpreter, the
+    sqlite3 module and the index query, nothing else."""
+    start = int(datetime.fromisoformat(since).replace(tzinfo=timezone.utc).timestamp() * 1e6)
+    end = int(datetime.fromisoformat(until).replace(tzinfo=timezone.utc).timestamp() * 1e6)
+    return (
+        "import sqlite3, glob\n"
+        "total = 0\n"
+        f"for path in sorted(glob.glob({str(journal / 'segment-*.db')!r})):\n"
+        "    db = sqlite3.connect(f'file:{path}?mode=ro', uri=True)\n"
+        '    total += db.execute("SELECT count(*) FROM notable n WHERE n.rowid IN (SELECT'
+        " notable FROM notable_codes WHERE code = 'E30009') AND n.level = 'ERROR' AND"
+        f' n.device = {DEVICE} AND n.timestamp_us BETWEEN {start} AND {end}").fetchone()[0]\n'
+        "print(total)\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/npuwatch-grep-bench"))
@@ -167,6 +184,12 @@ def main() -> None:
     ]
     startup = timed([sys.executable, "-c", "pass"], args.runs)
     print(f"reference: {sys.executable} -c pass: best {startup[0] * 1000:.1f} ms")
+    floor = timed([sys.executable, "-c", floor_script(journal, since, until)], args.runs)
+    print(
+        f"reference: the same question as one SQL query from a bare interpreter (sqlite3 only,"
+        f" no arguments, no output formatting): best {floor[0] * 1000:.1f} ms,"
+        f" {floor[2].strip()} records"
+    )
     states: list[tuple[str, Callable[[], object] | None, int]] = [
         ("warm", None, args.runs),
         ("data cold", lambda: evict([tree, journal]), 5),

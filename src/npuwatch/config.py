@@ -117,7 +117,9 @@ class SourcesSection(BaseModel):
     )
     watch: bool = Field(
         default=True,
-        description="wake up on inotify events; the periodic rescan runs either way",
+        description="notice new, moved and deleted files at once through inotify (growth of open "
+        "files is seen by the reading rounds, of closed ones by the rescan); the periodic rescan "
+        "runs either way",
     )
     rescan_interval: Duration = Field(
         default=10.0, gt=0, description="how often the roots are walked for new and grown files"
