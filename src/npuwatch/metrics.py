@@ -90,6 +90,31 @@ class SelfMetrics:
         self.rule_reloads = Counter(
             "npuwatch_rule_reloads", "Rule set reloads, by result.", ["result"], registry=r
         )
+        self.shipped = Counter(
+            "npuwatch_shipped",
+            "Journal entries sent to a sink, by result: ok, duplicate (already there: a "
+            "replay), dead_letter (refused for good).",
+            ["sink", "result"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "npuwatch_dead_letters",
+            "Documents a sink refused for good, written to its dead-letter file.",
+            ["sink"],
+            registry=r,
+        )
+        self.ship_retries = Counter(
+            "npuwatch_ship_retries",
+            "Documents sent again after a 429, a 5xx or a transport failure.",
+            ["sink"],
+            registry=r,
+        )
+        self.last_shipment = Gauge(
+            "npuwatch_last_shipment_timestamp_seconds",
+            "When a sink last had a whole page accepted (Unix time).",
+            ["sink"],
+            registry=r,
+        )
         self.watching = Gauge(
             "npuwatch_watch_active",
             "1 while file events (inotify) wake the reader; 0 when only the rescan finds changes.",

@@ -51,7 +51,7 @@ def _texts(segment: Segment) -> list[str]:
 def test_an_append_writes_its_blocks_events_and_checkpoints(segment: Segment) -> None:
     segment.append(numbered_blocks(0, 3), [event("e1")], [checkpoint("a", 300)], [], WRITTEN_US)
     assert _texts(segment) == ["step 0 finished", "step 1 finished", "step 2 finished"]
-    assert segment.events_after(0, 10) == [(1, "{}")]
+    assert segment.events_after(0, 10) == [(1, "e1", "{}")]
     assert segment.checkpoints() == [checkpoint("a", 300)]
 
 
@@ -73,7 +73,7 @@ def test_an_error_after_the_blocks_are_inserted_leaves_nothing_of_the_append(
             WRITTEN_US,
         )
     assert _texts(segment) == ["step 0 finished", "step 1 finished"]
-    assert segment.events_after(0, 10) == [(1, "{}")]
+    assert segment.events_after(0, 10) == [(1, "e1", "{}")]
     assert segment.checkpoints() == [checkpoint("a", 200)]
     assert (_count(segment, "notable"), _count(segment, "notable_codes")) == (0, 0)
 
@@ -134,15 +134,15 @@ def test_an_event_with_an_id_already_stored_is_stored_once_and_keeps_its_first_d
 ) -> None:
     segment.append([], [event("e1", '{"n": 1}'), event("e1", '{"n": 2}')], [], [], WRITTEN_US)
     segment.append([], [event("e1", '{"n": 3}'), event("e2", '{"n": 4}')], [], [], WRITTEN_US)
-    assert segment.events_after(0, 10) == [(1, '{"n": 1}'), (2, '{"n": 4}')]
+    assert segment.events_after(0, 10) == [(1, "e1", '{"n": 1}'), (2, "e2", '{"n": 4}')]
     assert segment.last_event_seq() == 2
 
 
 def test_events_after_pages_in_sequence_order(segment: Segment) -> None:
     segment.append([], [event(f"e{index}", f'"{index}"') for index in range(7)], [], [], WRITTEN_US)
-    assert [seq for seq, _ in segment.events_after(0, 3)] == [1, 2, 3]
-    assert segment.events_after(3, 3) == [(4, '"3"'), (5, '"4"'), (6, '"5"')]
-    assert segment.events_after(6, 3) == [(7, '"6"')]
+    assert [seq for seq, _, _ in segment.events_after(0, 3)] == [1, 2, 3]
+    assert segment.events_after(3, 3) == [(4, "e3", '"3"'), (5, "e4", '"4"'), (6, "e5", '"5"')]
+    assert segment.events_after(6, 3) == [(7, "e6", '"6"')]
     assert segment.events_after(7, 3) == []
 
 

@@ -98,6 +98,12 @@ class JournalReader:
 
     def events_after(self, position: Position, limit: int = 256) -> list[tuple[Position, str]]:
         """Up to `limit` events (as JSON documents) after `position`."""
+        return [(at, document) for at, _, document in self.event_rows_after(position, limit)]
+
+    def event_rows_after(
+        self, position: Position, limit: int = 256
+    ) -> list[tuple[Position, str, str]]:
+        """Up to `limit` events after `position`: (position, event id, JSON document)."""
         for sequence, path in list_segments(self.directory):
             if sequence < position.segment:
                 continue
@@ -112,7 +118,7 @@ class JournalReader:
                 continue
             if events:
                 self._release_before(sequence)
-                return [(Position(sequence, seq), document) for seq, document in events]
+                return [(Position(sequence, seq), id_, doc) for seq, id_, doc in events]
         return []
 
     def end(self) -> tuple[Position, Position]:

@@ -350,12 +350,13 @@ class Segment:
         row = self._db.execute("SELECT max(seq) FROM events").fetchone()
         return int(row[0] or 0)
 
-    def events_after(self, seq: int, limit: int) -> list[tuple[int, str]]:
-        """(seq, document JSON) of the events after `seq`."""
+    def events_after(self, seq: int, limit: int) -> list[tuple[int, str, str]]:
+        """(seq, event id, document JSON) of the events after `seq`."""
         rows = self._db.execute(
-            "SELECT seq, document FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            "SELECT seq, id, document FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+            (seq, limit),
         ).fetchall()
-        return [(int(seq_), str(doc)) for seq_, doc in rows]
+        return [(int(seq_), str(id_), str(doc)) for seq_, id_, doc in rows]
 
     def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
         """Run a read-only query (the `grep` planner builds these from its filters)."""

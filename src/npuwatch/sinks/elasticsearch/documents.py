@@ -1,0 +1,76 @@
+"""Journal entries as bulk actions: one ECS document per record or event, with an `_id` that
+the same entry always gets, so that sending it again is a 409, never a duplicate.
+
+A record's id comes from the host, the file's identity (device, inode, fingerprint: the
+journal's file key) and the record's byte offset in that file; an event's is the id the
+journal gave it (rule, file, offset and time of its trigger).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from npuwatch.journal.block import decode_block
+from npuwatch.journal.documents import to_record
+from npuwatch.journal.segment import StoredBlock
+from npuwatch.records import format_timestamp
+from npuwatch.sinks.elasticsearch.streams import dataset_of, events_stream, record_stream
+
+
+class Action(NamedTuple):
+    """One `create` of a bulk request, and what a dead letter needs to say which entry it was."""
+
+    id: str
+    stream: str
+    document: dict[str, Any]
+
+    def bulk(self) -> dict[str, Any]:
+        return {
+            "_op_type": "create",
+            "_index": self.stream,
+            "_id": self.id,
+            "_source": self.document,
+        }
+
+
+def record_id(host: str, file_key: str, offset: int | str) -> str:
+    digest = hashlib.blake2b(f"{host}\0{file_key}\0{offset}".encode(), digest_size=15).digest()
+    return base64.urlsafe_b64encode(digest).decode("ascii")
+
+
+def block_actions(block: StoredBlock, namespace: str, host: str) -> Iterator[Action]:
+    """The actions for every record of a journal block."""
+    source = block.source
+    index = record_stream(source.kind, namespace)
+    dataset = dataset_of(source.kind)
+    where = source.host or host
+    for position, stored in enumerate(decode_block(block.payload)):
+        document = to_record(stored, source).to_document()
+        if "@timestamp" not in document:  # no time in the stream yet: a data stream needs one
+            document["@timestamp"] = _now()
+        document.setdefault("host", {"name": where})
+        document["data_stream"] = {"type": "logs", "dataset": dataset, "namespace": namespace}
+        offset: int | str = stored.offset if stored.offset is not None else f"{block.id}:{position}"
+        yield Action(record_id(where, source.file_key, offset), index, document)
+
+
+def event_action(event_id: str, document_text: str, namespace: str) -> Action:
+    document = json.loads(document_text)
+    if "@timestamp" not in document:  # its trigger had no time: when it was found, then
+        first = document.get("ascend", {}).get("finding", {}).get("first")
+        document["@timestamp"] = first or _now()
+    document["data_stream"] = {
+        "type": "logs",
+        "dataset": "ascend.events",
+        "namespace": namespace,
+    }
+    return Action(event_id, events_stream(namespace), document)
+
+
+def _now() -> str:
+    return format_timestamp(int(time.time() * 1_000_000))

@@ -1,0 +1,1 @@
+"""Embedded single-node OpenSearch for integration tests (see README.md)."""

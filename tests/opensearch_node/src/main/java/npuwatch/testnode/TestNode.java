@@ -1,0 +1,121 @@
+package npuwatch.testnode;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.opensearch.analysis.common.CommonAnalysisPlugin;
+import org.opensearch.common.settings.Settings;
+import org.opensearch.core.common.transport.TransportAddress;
+import org.opensearch.env.Environment;
+import org.opensearch.http.HttpServerTransport;
+import org.opensearch.node.InternalSettingsPreparer;
+import org.opensearch.node.Node;
+import org.opensearch.painless.PainlessPlugin;
+import org.opensearch.plugins.Plugin;
+import org.opensearch.transport.Netty4Plugin;
+
+/**
+ * A single-node OpenSearch server for tests: plain HTTP on 127.0.0.1, no security plugin,
+ * no bootstrap checks, no security manager.
+ *
+ * <p>Usage: {@code TestNode PORT HOME_DIR [CLUSTER_NAME]}. PORT 0 picks a free port. Prints
+ * {@code READY http://127.0.0.1:PORT} on stdout once HTTP is bound; SIGTERM closes the node.
+ */
+public final class TestNode {
+
+    /** Plugins loaded from the classpath (no plugins/ or modules/ directory is needed). */
+    static final List<Class<? extends Plugin>> PLUGINS =
+            List.of(Netty4Plugin.class, CommonAnalysisPlugin.class, PainlessPlugin.class);
+
+    /** Node subclass only to reach the protected constructor that takes classpath plugins. */
+    static final class EmbeddedNode extends Node {
+        EmbeddedNode(Environment environment, Collection<Class<? extends Plugin>> plugins) {
+            super(environment, plugins, true);
+        }
+    }
+
+    private TestNode() {}
+
+    static Settings settings(int port, Path home, String clusterName) {
+        return Settings.builder()
+                .put("cluster.name", clusterName)
+                .put("node.name", "npuwatch-test-node")
+                .put("path.home", home.toString())
+                .put("path.data", home.resolve("data").toString())
+                .put("path.logs", home.resolve("logs").toString())
+                .put("discovery.type", "single-node")
+                .put("network.host", "127.0.0.1")
+                .put("http.port", Integer.toString(port))
+                .put("transport.port", "0")
+                .put("transport.type", "netty4")
+                .put("http.type", "netty4")
+                // test data is small; never let a nearly full disk block writes
+                .put("cluster.routing.allocation.disk.threshold_enabled", false)
+                .put("bootstrap.memory_lock", false)
+                .build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            System.err.println("usage: TestNode PORT HOME_DIR [CLUSTER_NAME]");
+            System.exit(2);
+        }
+        int port = Integer.parseInt(args[0]);
+        Path home = Paths.get(args[1]).toAbsolutePath();
+        String clusterName = args.length > 2 ? args[2] : "npuwatch-test";
+        Files.createDirectories(home.resolve("config"));
+        Files.createDirectories(home.resolve("data"));
+        Files.createDirectories(home.resolve("logs"));
+
+        Environment env =
+                InternalSettingsPreparer.prepareEnvironment(
+                        settings(port, home, clusterName), Map.of(), null,
+                        () -> "npuwatch-test-node");
+        Node node = new EmbeddedNode(env, PLUGINS);
+
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hook =
+                new Thread(
+                        () -> {
+                            try {
+                                node.close();
+                                node.awaitClose(20, TimeUnit.SECONDS);
+                            } catch (Exception e) {
+                                e.printStackTrace();
+                            } finally {
+                                stopped.countDown();
+                            }
+                        },
+                        "testnode-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+
+        try {
+            node.start();
+        } catch (Throwable t) {
+            t.printStackTrace();
+            // one summary line last, so that a caller showing the output's tail sees the cause
+            StringBuilder why = new StringBuilder("FAILED to start:");
+            for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
+                why.append(" [").append(c.getClass().getName()).append(": ")
+                        .append(c.getMessage()).append(']');
+            }
+            System.err.println(why);
+            System.err.flush();
+            Runtime.getRuntime().halt(1);
+        }
+        TransportAddress bound =
+                node.injector().getInstance(HttpServerTransport.class).boundAddress()
+                        .publishAddress();
+        System.out.println("READY http://127.0.0.1:" + bound.getPort());
+        System.out.flush();
+
+        // Keep the JVM alive until the shutdown hook has closed the node.
+        stopped.await();
+    }
+}
