@@ -19,6 +19,7 @@ from npuwatch.config import (
     Duration,
     JournalSection,
     RulesSection,
+    SearchSinkSection,
     SourcesSection,
     config_path_from,
     example_config,
@@ -422,11 +423,27 @@ def test_every_key_of_the_example_has_a_comment_line_above_it() -> None:
 
 def test_the_example_writes_every_key_and_comments_out_only_the_unset_ones() -> None:
     text = example_config()
-    sections = (AgentSection, SourcesSection, RulesSection, JournalSection, ConsoleSinkSection)
+    sections = (
+        AgentSection,
+        SourcesSection,
+        RulesSection,
+        JournalSection,
+        ConsoleSinkSection,
+        SearchSinkSection,
+    )
     for section in sections:
         for name in section.model_fields:
             assert re.search(rf"^(# )?{name} = ", text, re.MULTILINE), name
-    assert set(re.findall(r"^# (\w+) = ", text, re.MULTILINE)) == {"host_name", "path"}
+    unset = {
+        "host_name",
+        "path",
+        "ca_file",
+        "api_key_file",
+        "username",
+        "password_file",
+        "dead_letter_file",
+    }
+    assert set(re.findall(r"^# (\w+) = ", text, re.MULTILINE)) == unset
     assert '\n# path = "/var/lib/npuwatch/journal"\n' in text
     assert '\ncommit_interval = "500ms"\n' in text
     assert '\nmax_bytes = "10GiB"\n' in text

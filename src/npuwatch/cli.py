@@ -27,6 +27,7 @@ _ARGUMENTS = {
     "config": "npuwatch.commands.config:add_config_commands",
     "agent": "npuwatch.commands.agent:add_agent_command",
     "grep": "npuwatch.commands.grep:add_grep_command",
+    "es": "npuwatch.commands.es:add_es_commands",
 }
 """Each command, and the function that adds its arguments (in the order --help lists them)."""
 

@@ -237,12 +237,78 @@ class ConsoleSinkSection(BaseModel):
     )
 
 
+class SearchSinkSection(BaseModel):
+    """Records and events shipped to Elasticsearch or OpenSearch data streams
+    (logs-ascend.plog-<namespace>, logs-ascend.device-<namespace>, logs-ascend.events-<namespace>).
+    Secrets are never written here: the API key or password is read from a file (mode 0600) or
+    from NPUWATCH_ES_API_KEY / NPUWATCH_ES_PASSWORD."""
+
+    model_config = _STRICT
+
+    enabled: bool = Field(default=False, description="ship the journal to the search engine")
+    flavour: Literal["elasticsearch", "opensearch"] = Field(
+        default="elasticsearch",
+        description='"elasticsearch" (8.x, the official client) or "opensearch" (opensearch-py)',
+    )
+    hosts: list[str] = Field(
+        default_factory=lambda: ["https://localhost:9200"],
+        min_length=1,
+        description="URLs of the cluster's nodes",
+    )
+    namespace: str = Field(
+        default="default",
+        description="the data streams' namespace: lower case letters, digits and _ (a cluster "
+        "or an environment name)",
+    )
+    ca_file: Path | None = Field(
+        default=None, description="CA certificate(s) to verify the engine's TLS certificate with"
+    )
+    verify_certificates: bool = Field(
+        default=True, description="verify TLS certificates (turn off only for a lab)"
+    )
+    api_key_file: Path | None = Field(
+        default=None, description="file holding an API key (base64 id:key, as Kibana gives it)"
+    )
+    username: str | None = Field(default=None, description="user for basic authentication")
+    password_file: Path | None = Field(
+        default=None, description="file holding that user's password"
+    )
+    batch_documents: int = Field(
+        default=2000, ge=1, description="documents in one bulk request at most"
+    )
+    batch_bytes: ByteSize = Field(
+        default=8 << 20, ge=1 << 10, description="bytes in one bulk request at most"
+    )
+    max_backoff: Duration = Field(
+        default=30.0, gt=0, description="longest wait between retries while the engine is down"
+    )
+    timeout: Duration = Field(default=30.0, gt=0, description="timeout of one request")
+    delete_after: Duration = Field(
+        default=30 * 86400.0,
+        ge=86400.0,
+        description="`npuwatch es setup` installs a lifecycle policy that deletes data this old",
+    )
+    dead_letter_file: Path | None = Field(
+        default=None,
+        description="where refused documents are kept; relative paths are under "
+        "state_directory (default dead-letter/<flavour>.jsonl)",
+    )
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_is_valid(cls, value: str) -> str:
+        from npuwatch.sinks.elasticsearch.streams import check_namespace  # noqa: PLC0415
+
+        return check_namespace(value)
+
+
 class SinksSection(BaseModel):
     """Where records and events are shipped."""
 
     model_config = _STRICT
 
     console: ConsoleSinkSection = Field(default_factory=ConsoleSinkSection)
+    elasticsearch: SearchSinkSection = Field(default_factory=SearchSinkSection)
 
 
 class Config(BaseModel):

@@ -45,6 +45,14 @@ from npuwatch.rules.loader import (
     rule_files,
 )
 from npuwatch.sinks.console_sink import ConsoleSink
+from npuwatch.sinks.elasticsearch.dead_letters import DeadLetters
+from npuwatch.sinks.elasticsearch.engine import SearchEngine
+from npuwatch.sinks.elasticsearch.settings import (
+    connection_from,
+    dead_letter_path,
+    ship_settings,
+)
+from npuwatch.sinks.elasticsearch.shipper import SearchShipper
 
 log = logging.getLogger("npuwatch.agent")
 
@@ -152,18 +160,34 @@ class Agent:
             timezone_name=config.agent.timezone,
             give_up=self._pipeline_stop,
         )
-        self.sinks: list[ConsoleSink] = []
+        self.sinks: list[ConsoleSink | SearchShipper] = []
+        cursors = CursorStore(state / "cursors.json")
         console_config = config.sinks.console
         if console is not None or console_config.enabled:
             self.sinks.append(
                 ConsoleSink(
                     config.journal_path(),
-                    CursorStore(state / "cursors.json"),
+                    cursors,
                     self.journal_stage.committed,
                     self._sink_stop,
                     console if console is not None else _stdout(),
                     console_config.format,
                     console_config.events_only,
+                )
+            )
+
+        search = config.sinks.elasticsearch
+        if search.enabled:
+            self.sinks.append(
+                SearchShipper(
+                    SearchEngine(connection_from(search, environ)),
+                    config.journal_path(),
+                    cursors,
+                    self.journal_stage.committed,
+                    self._sink_stop,
+                    self.metrics,
+                    DeadLetters(dead_letter_path(search, state)),
+                    ship_settings(search, self.host),
                 )
             )
 
@@ -183,7 +207,12 @@ class Agent:
     @property
     def workers(self) -> list[threading.Thread]:
         """The threads that must all be alive for the agent to be healthy."""
-        return [self.reader.thread, self.rules.thread, self.journal_stage.thread]
+        return [
+            self.reader.thread,
+            self.rules.thread,
+            self.journal_stage.thread,
+            *(sink.thread for sink in self.sinks),
+        ]
 
     def start(self) -> None:
         self.journal_stage.start()

@@ -28,6 +28,7 @@ from npuwatch.config import (
 )
 from npuwatch.rules.loader import RuleLoadError
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
+from npuwatch.sinks.elasticsearch.settings import SecretUnreadable
 
 log = logging.getLogger("npuwatch.agent")
 
@@ -67,6 +68,9 @@ def run_agent(args: argparse.Namespace) -> int:
         for rule_problem in error.problems:
             print(f"npuwatch: {rule_problem}", file=sys.stderr)
         print("npuwatch: the rules have errors: fix them and start again", file=sys.stderr)
+        return 2
+    except SecretUnreadable as error:
+        print(f"npuwatch: [sinks.elasticsearch] {error}", file=sys.stderr)
         return 2
     except (OSError, sqlite3.Error) as error:
         print(f"npuwatch: cannot start: {error} (is the state directory writable and not full?)",

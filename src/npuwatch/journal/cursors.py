@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class CursorStore:
         self.recovered = False
         """True when the file was unreadable at load and the cursors were reset."""
         self._cursors: dict[str, Cursor] = self._load()
+        self._lock = threading.Lock()
 
     def _load(self) -> dict[str, Cursor]:
         try:
@@ -60,9 +62,15 @@ class CursorStore:
         return self._cursors.get(name)
 
     def set(self, name: str, cursor: Cursor) -> None:
-        self._cursors[name] = cursor
+        with self._lock:
+            self._cursors[name] = cursor
 
     def save(self) -> None:
+        """Write every reader's cursor (one store is shared by the sinks' threads)."""
+        with self._lock:
+            self._save()
+
+    def _save(self) -> None:
         data = {
             "version": 1,
             "cursors": {

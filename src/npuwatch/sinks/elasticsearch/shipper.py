@@ -80,19 +80,21 @@ class SearchShipper:
         self._reader.close()
 
     def _run(self) -> None:
+        """Ship until the agent stops. On stop, the page being shipped is finished (or left, if
+        the engine is down) and the cursor saved; the backlog waits in the journal."""
         last_save = time.monotonic()
         try:
-            while True:
-                stopping = self._stop.is_set()
+            while not self._stop.is_set():
                 try:
                     moved = self.pump()
                 except StopShipping:
                     return
+                except Exception:  # a bug: the thread dies, the agent notices and exits
+                    log.exception("%s sink failed", self.name)
+                    raise
                 if time.monotonic() - last_save >= self.settings.save_interval_s:
                     self._save()
                     last_save = time.monotonic()
-                if stopping and not moved:
-                    return
                 if not moved:
                     with self._committed:
                         self._committed.wait(0.5)

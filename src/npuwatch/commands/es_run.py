@@ -1,0 +1,166 @@
+"""`npuwatch es setup|check`: prepare and inspect the search engine for the sink."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from npuwatch.config import (
+    Config,
+    ConfigError,
+    ConfigUnreadable,
+    SearchSinkSection,
+    config_path_from,
+    load_config,
+)
+from npuwatch.sinks.elasticsearch.engine import SearchEngine, status_of
+from npuwatch.sinks.elasticsearch.settings import (
+    SecretUnreadable,
+    connection_from,
+    dead_letter_path,
+)
+from npuwatch.sinks.elasticsearch.streams import all_streams
+from npuwatch.sinks.elasticsearch.templates import (
+    POLICY_NAME,
+    TEMPLATE_NAME,
+    index_template,
+    lifecycle_policy,
+)
+
+
+def run_setup(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    _, section, engine = loaded
+    problems = 0
+    try:
+        name = f"{TEMPLATE_NAME}-{section.namespace}"
+        try:
+            engine.put_index_template(
+                name, index_template(section.namespace, section.flavour, replicas=args.replicas)
+            )
+            print(f"index template {name}: installed (logs-ascend.*-{section.namespace})")
+        except Exception as error:
+            _problem(f"cannot install the index template {name}: {_describe(error)}")
+            return EXIT_FINDINGS
+        days = int(section.delete_after // 86400)
+        policy = lifecycle_policy(section.flavour, days, section.namespace)
+        try:
+            engine.put_lifecycle_policy(POLICY_NAME, policy)
+            print(f"lifecycle policy {POLICY_NAME}: installed (delete after {days} days)")
+        except Exception as error:
+            problems += 1
+            _problem(_lifecycle_problem(section, error))
+    finally:
+        engine.close()
+    return EXIT_FINDINGS if problems else EXIT_OK
+
+
+def run_check(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    config, section, engine = loaded
+    problems = 0
+    try:
+        try:
+            info = engine.info()
+        except Exception as error:
+            _problem(f"cannot reach {', '.join(section.hosts)}: {_describe(error)}")
+            return EXIT_FINDINGS
+        version = info.get("version", {})
+        print(
+            f"connected: {section.flavour} {version.get('number', '?')} "
+            f"(cluster {info.get('cluster_name', '?')})"
+        )
+        name = f"{TEMPLATE_NAME}-{section.namespace}"
+        if engine.index_template(name) is None:
+            problems += 1
+            _problem(f"index template {name} is missing: run `npuwatch es setup`")
+        else:
+            print(f"index template {name}: present")
+        try:
+            policy = engine.lifecycle_policy(POLICY_NAME)
+        except Exception as error:
+            policy = None
+            problems += 1
+            _problem(_lifecycle_problem(section, error))
+        else:
+            if policy is None:
+                problems += 1
+                _problem(f"lifecycle policy {POLICY_NAME} is missing: run `npuwatch es setup`")
+            else:
+                print(f"lifecycle policy {POLICY_NAME}: present")
+        for stream in all_streams(section.namespace):
+            print(f"data stream {stream}: {engine.count(stream)} documents")
+        dead = dead_letter_path(section, config.agent.state_directory)
+        letters = _line_count(dead)
+        if letters:
+            problems += 1
+            _problem(f"{letters} refused documents in {dead}: see their reasons there")
+    finally:
+        engine.close()
+    return EXIT_FINDINGS if problems else EXIT_OK
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEngine] | None:
+    try:
+        config = load_config(args.config or config_path_from(os.environ), os.environ)
+    except ConfigUnreadable as error:
+        print(f"npuwatch: {error}", file=sys.stderr)
+        return None
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"npuwatch: {problem}", file=sys.stderr)
+        return None
+    updates: dict[str, Any] = {}
+    if args.flavour:
+        updates["flavour"] = args.flavour
+    if args.host:
+        updates["hosts"] = args.host
+    if args.namespace:
+        updates["namespace"] = args.namespace
+    try:
+        section = SearchSinkSection.model_validate(
+            {**config.sinks.elasticsearch.model_dump(), **updates}
+        )
+        engine = SearchEngine(connection_from(section, os.environ))
+    except (SecretUnreadable, ValueError) as error:
+        print(f"npuwatch: [sinks.elasticsearch] {error}", file=sys.stderr)
+        return None
+    return config, section, engine
+
+
+def _lifecycle_problem(section: SearchSinkSection, error: BaseException) -> str:
+    status = status_of(error)
+    if section.flavour == "opensearch" and status in (400, 404):
+        return (
+            "lifecycle policy: this OpenSearch has no Index State Management plugin "
+            f"({_describe(error)}); data will not be deleted after "
+            f"{int(section.delete_after // 86400)} days: install opensearch-index-management, "
+            "or delete old backing indices yourself"
+        )
+    return f"cannot install or read the lifecycle policy {POLICY_NAME}: {_describe(error)}"
+
+
+def _describe(error: BaseException) -> str:
+    status = status_of(error)
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return f"HTTP {status}: {text}" if status is not None else text
+
+
+def _problem(text: str) -> None:
+    print(f"npuwatch: {text}", file=sys.stderr)
+
+
+def _line_count(path: Path) -> int:
+    try:
+        with path.open(encoding="utf-8") as lines:
+            return sum(1 for line in lines if line.strip())
+    except FileNotFoundError:
+        return 0

@@ -1,0 +1,65 @@
+"""From the `[sinks.elasticsearch]` section to a connection and shipping settings; the secrets
+come from their files or the environment here, and nowhere else."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from npuwatch.sinks.elasticsearch.engine import Connection
+from npuwatch.sinks.elasticsearch.shipper import ShipSettings
+
+if TYPE_CHECKING:
+    from npuwatch.config import SearchSinkSection
+
+API_KEY_VARIABLE = "NPUWATCH_ES_API_KEY"
+PASSWORD_VARIABLE = "NPUWATCH_ES_PASSWORD"
+
+
+class SecretUnreadable(ValueError):
+    """A configured secret file cannot be read (the message names it and says why)."""
+
+
+def connection_from(section: SearchSinkSection, environ: Mapping[str, str]) -> Connection:
+    api_key = environ.get(API_KEY_VARIABLE) or _secret(section.api_key_file, "API key")
+    password = environ.get(PASSWORD_VARIABLE) or _secret(section.password_file, "password")
+    return Connection(
+        flavour=section.flavour,
+        hosts=tuple(section.hosts),
+        ca_file=section.ca_file,
+        verify_certificates=section.verify_certificates,
+        api_key=api_key,
+        username=section.username,
+        password=password,
+        timeout_s=section.timeout,
+    )
+
+
+def ship_settings(section: SearchSinkSection, host: str) -> ShipSettings:
+    return ShipSettings(
+        namespace=section.namespace,
+        host=host,
+        chunk_docs=section.batch_documents,
+        chunk_bytes=section.batch_bytes,
+        max_backoff_s=section.max_backoff,
+    )
+
+
+def dead_letter_path(section: SearchSinkSection, state_directory: Path) -> Path:
+    path = section.dead_letter_file or Path("dead-letter") / f"{section.flavour}.jsonl"
+    return path if path.is_absolute() else state_directory / path
+
+
+def _secret(path: Path | None, what: str) -> str | None:
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise SecretUnreadable(
+            f"cannot read the {what} file {path}: {error.strerror or error}"
+        ) from None
+    if not text:
+        raise SecretUnreadable(f"the {what} file {path} is empty")
+    return text

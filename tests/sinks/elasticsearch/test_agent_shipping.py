@@ -1,0 +1,139 @@
+"""The real agent shipping to the real OpenSearch node: `npuwatch es setup|check`, and kill -9
+while shipping loses nothing and duplicates nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
+from tests.agent.harness import plog_line, plog_path
+from tests.opensearch_node.launcher import RunningNode
+from tests.sinks.elasticsearch.conftest import journal_counts
+
+FILES = 4
+LINES = 6000
+ERROR_EVERY = 500
+
+
+def write_config(tmp_path: Path, node: RunningNode, namespace: str) -> Path:
+    config = tmp_path / "npuwatch.toml"
+    config.write_text(
+        f"""
+[agent]
+state_directory = "{tmp_path / "state"}"
+host_name = "node-1"
+timezone = "UTC"
+
+[sources]
+roots = ["{tmp_path / "logs"}"]
+idle_flush = "500ms"
+
+[sinks.elasticsearch]
+enabled = true
+flavour = "opensearch"
+hosts = ["{node.url}"]
+namespace = "{namespace}"
+batch_documents = 100
+""",
+        encoding="utf-8",
+    )
+    return config
+
+
+def npuwatch(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "npuwatch", *args, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def start_agent(config: Path) -> subprocess.Popen[bytes]:
+    env = {key: value for key, value in os.environ.items() if key != "NOTIFY_SOCKET"}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "npuwatch",
+            "agent",
+            "--config",
+            str(config),
+            "--log-level",
+            "ERROR",
+        ],
+        env=env,
+    )
+
+
+def stream_counts(engine: SearchEngine, namespace: str) -> tuple[int, int]:
+    records = engine.count(f"logs-ascend.plog-{namespace},logs-ascend.device-{namespace}")
+    return records, engine.count(f"logs-ascend.events-{namespace}")
+
+
+def test_setup_installs_the_template_and_check_reports_what_is_missing(
+    node: RunningNode, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, node, "setupcheck")
+    before = npuwatch("es", "check", config=config)
+    assert before.returncode == 1
+    assert "index template npuwatch-logs-ascend-setupcheck is missing" in before.stderr
+    setup = npuwatch("es", "setup", "--replicas", "0", config=config)
+    assert "index template npuwatch-logs-ascend-setupcheck: installed" in setup.stdout
+    # This node has no Index State Management plugin (it is not on Maven Central): setup says
+    # so in one line and exits 1, since old data would not be deleted.
+    assert setup.returncode == 1
+    assert "no Index State Management plugin" in setup.stderr
+    after = npuwatch("es", "check", config=config)
+    assert "index template npuwatch-logs-ascend-setupcheck: present" in after.stdout
+    assert "connected: opensearch 2.19.6" in after.stdout
+
+
+def test_kill_9_while_shipping_loses_nothing_and_duplicates_nothing(
+    node: RunningNode, tmp_path: Path
+) -> None:
+    namespace = "killed"
+    config = write_config(tmp_path, node, namespace)
+    assert "installed" in npuwatch("es", "setup", "--replicas", "0", config=config).stdout
+    for pid in range(900, 900 + FILES):
+        lines = [
+            plog_line(pid, n, "ERROR" if n % ERROR_EVERY == 0 else "INFO", "notify wait timeout")
+            for n in range(LINES)
+        ]
+        plog_path(tmp_path / "logs", pid).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    engine = SearchEngine(Connection("opensearch", (node.url,)))
+    try:
+        kills = 0
+        agent = start_agent(config)
+        deadline = time.monotonic() + 180
+        # Kill it twice in the middle of shipping, then let it finish.
+        while kills < 2 and time.monotonic() < deadline:
+            shipped, _ = stream_counts(engine, namespace)
+            if shipped > (kills + 1) * FILES * LINES // 4:
+                agent.send_signal(signal.SIGKILL)
+                agent.wait()
+                kills += 1
+                agent = start_agent(config)
+            time.sleep(0.2)
+        assert kills == 2, "shipping finished before the agent could be killed twice"
+        records, events = journal_counts(tmp_path / "state" / "journal")
+        while time.monotonic() < deadline:
+            records, events = journal_counts(tmp_path / "state" / "journal")
+            if records == FILES * LINES and stream_counts(engine, namespace) == (records, events):
+                break
+            time.sleep(0.5)
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(timeout=60) == 0
+        assert records == FILES * LINES
+        assert events > 0
+        assert stream_counts(engine, namespace) == (records, events)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        engine.close()
