@@ -94,6 +94,7 @@ def start_agent(root: Path, state: Path) -> subprocess.Popen[bytes]:
     state.mkdir(parents=True, exist_ok=True)
     (state / "none.toml").write_text("", encoding="utf-8")
     env["NPUWATCH_SOURCES__IDLE_FLUSH"] = "1s"
+    env["NPUWATCH_SINKS__PROMETHEUS__LISTEN"] = "127.0.0.1:0"
     command = [sys.executable, "-m", "npuwatch", "agent", "--root", str(root),
                "--state-directory", str(state), "--log-level", "WARNING"]  # fmt: skip
     return subprocess.Popen(command, env=env)

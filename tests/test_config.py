@@ -18,6 +18,7 @@ from npuwatch.config import (
     ConsoleSinkSection,
     Duration,
     JournalSection,
+    PrometheusSinkSection,
     RulesSection,
     SearchSinkSection,
     SourcesSection,
@@ -430,6 +431,7 @@ def test_the_example_writes_every_key_and_comments_out_only_the_unset_ones() -> 
         JournalSection,
         ConsoleSinkSection,
         SearchSinkSection,
+        PrometheusSinkSection,
     )
     for section in sections:
         for name in section.model_fields:
@@ -442,6 +444,7 @@ def test_the_example_writes_every_key_and_comments_out_only_the_unset_ones() -> 
         "username",
         "password_file",
         "dead_letter_file",
+        "web_config_file",
     }
     assert set(re.findall(r"^# (\w+) = ", text, re.MULTILINE)) == unset
     assert '\n# path = "/var/lib/npuwatch/journal"\n' in text

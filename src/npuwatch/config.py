@@ -302,6 +302,33 @@ class SearchSinkSection(BaseModel):
         return check_namespace(value)
 
 
+class PrometheusSinkSection(BaseModel):
+    """Metrics for Prometheus at http://<host>:9816/metrics: records, errors by code and rule
+    events (ascend_*), and the agent's own health (npuwatch_*)."""
+
+    model_config = _STRICT
+
+    enabled: bool = Field(default=True, description="serve /metrics")
+    listen: str = Field(
+        default=":9816",
+        description='address to listen on: ":9816" is every interface (Prometheus scrapes from '
+        'another host), "127.0.0.1:9816" this host only, "[::1]:9816" IPv6',
+    )
+    web_config_file: Path | None = Field(
+        default=None,
+        description="TLS and basic authentication, in the format of Prometheus's web "
+        "configuration file (tls_server_config, basic_auth_users)",
+    )
+
+    @field_validator("listen")
+    @classmethod
+    def _listen_is_an_address(cls, value: str) -> str:
+        from npuwatch.sinks.prometheus.exporter import parse_listen_address  # noqa: PLC0415
+
+        parse_listen_address(value)
+        return value
+
+
 class SinksSection(BaseModel):
     """Where records and events are shipped."""
 
@@ -309,6 +336,7 @@ class SinksSection(BaseModel):
 
     console: ConsoleSinkSection = Field(default_factory=ConsoleSinkSection)
     elasticsearch: SearchSinkSection = Field(default_factory=SearchSinkSection)
+    prometheus: PrometheusSinkSection = Field(default_factory=PrometheusSinkSection)
 
 
 class Config(BaseModel):

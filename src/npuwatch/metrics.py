@@ -115,6 +115,12 @@ class SelfMetrics:
             ["sink"],
             registry=r,
         )
+        self.ship_backlog = Gauge(
+            "npuwatch_ship_backlog_seconds",
+            "How long a sink has had journal entries waiting to be shipped (0 when caught up).",
+            ["sink"],
+            registry=r,
+        )
         self.watching = Gauge(
             "npuwatch_watch_active",
             "1 while file events (inotify) wake the reader; 0 when only the rescan finds changes.",

@@ -52,6 +52,8 @@ def fast_config(logs: Path, state: Path, **sources: Any) -> Config:
             "agent": {"state_directory": str(state), "host_name": "node-1", "timezone": "UTC"},
             "sources": settings,
             "journal": {"commit_interval": 0.05, "sync": "normal"},
+            # A port of its own for each agent: tests start many, some at once.
+            "sinks": {"prometheus": {"listen": "127.0.0.1:0"}},
         }
     )
 
@@ -90,6 +92,8 @@ class Harness:
         agent._sink_stop.set()
         for thread in agent.workers:
             thread.join(10)
+        if agent.metrics_server is not None:  # a killed process's socket closes with it
+            agent.metrics_server.stop()
         agent.journal.close()
         self.agent = None
 

@@ -83,6 +83,7 @@ def start_agent(
     env["NPUWATCH_SOURCES__IDLE_FLUSH"] = "500ms"
     env["NPUWATCH_JOURNAL__COMMIT_INTERVAL"] = "50ms"
     env["NPUWATCH_AGENT__HOST_NAME"] = "node-1"
+    env["NPUWATCH_SINKS__PROMETHEUS__LISTEN"] = "127.0.0.1:0"
     env["NPUWATCH_CONFIG"] = str(tmp_path / "npuwatch.toml")
     if not (tmp_path / "npuwatch.toml").exists():
         (tmp_path / "npuwatch.toml").write_text("", encoding="utf-8")

@@ -24,6 +24,7 @@ from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow
 from npuwatch.journal.store import CommitBatch, Journal, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
 from npuwatch.records import Record, SourceInfo
+from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +55,12 @@ class JournalStage:
         give_up: threading.Event | None = None,
         wall: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        log_metrics: LogMetrics | None = None,
     ) -> None:
         self.journal = journal
+        self._log_metrics = log_metrics
+        """The ascend_* metrics of what was committed (records by kind, level and module,
+        errors by code, rule events)."""
         self._inbox = inbox
         self._metrics = metrics
         self.timing = timing
@@ -189,6 +194,12 @@ class JournalStage:
             self._metrics.records.labels(level or "none").inc(count)
         for row in batch.events:
             self._metrics.events.labels(row.severity).inc()
+        if self._log_metrics is not None:
+            for work in works:
+                if work.records:
+                    kind = work.source.kind if work.source is not None else "other"
+                    self._log_metrics.observe(work.records, kind)
+            self._log_metrics.observe_events(batch.events)  # deduplicated by id already
 
     def _retention(self) -> None:
         try:

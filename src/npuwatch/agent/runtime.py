@@ -53,6 +53,9 @@ from npuwatch.sinks.elasticsearch.settings import (
     ship_settings,
 )
 from npuwatch.sinks.elasticsearch.shipper import SearchShipper
+from npuwatch.sinks.prometheus.exporter import MetricsServer
+from npuwatch.sinks.prometheus.log_metrics import LogMetrics
+from npuwatch.sinks.prometheus.web_config import load_web_config
 
 log = logging.getLogger("npuwatch.agent")
 
@@ -159,7 +162,17 @@ class Agent:
             JournalTiming(commit_interval_s=journal.commit_interval),
             timezone_name=config.agent.timezone,
             give_up=self._pipeline_stop,
+            log_metrics=LogMetrics(self.metrics.registry),
         )
+        self.metrics_server: MetricsServer | None = None
+        exporter = config.sinks.prometheus
+        if exporter.enabled:
+            security = (
+                load_web_config(exporter.web_config_file)
+                if exporter.web_config_file is not None
+                else None
+            )
+            self.metrics_server = MetricsServer(self.metrics.registry, exporter.listen, security)
         self.sinks: list[ConsoleSink | SearchShipper] = []
         cursors = CursorStore(state / "cursors.json")
         console_config = config.sinks.console
@@ -215,6 +228,14 @@ class Agent:
         ]
 
     def start(self) -> None:
+        if self.metrics_server is not None:
+            try:
+                self.metrics_server.start()
+            except OSError as error:
+                # Metrics are how the agent is watched, not what it is for: keep following the
+                # logs; Prometheus shows the target down and the agent-down alert fires.
+                log.error("%s: metrics are not served (set [sinks.prometheus] listen)", error)
+                self.metrics_server = None
         self.journal_stage.start()
         self.rules.start()
         for sink in self.sinks:
@@ -258,6 +279,8 @@ class Agent:
         self._sink_stop.set()
         for sink in self.sinks:
             sink.thread.join(_left(deadline) + 1)
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
         if drained:
             self.journal.close()
         else:

@@ -69,6 +69,10 @@ def run_agent(args: argparse.Namespace) -> int:
             print(f"npuwatch: {rule_problem}", file=sys.stderr)
         print("npuwatch: the rules have errors: fix them and start again", file=sys.stderr)
         return 2
+    except ConfigError as error:  # the exporter's web configuration file
+        for problem in error.problems:
+            print(f"npuwatch: {problem}", file=sys.stderr)
+        return 2
     except SecretUnreadable as error:
         print(f"npuwatch: [sinks.elasticsearch] {error}", file=sys.stderr)
         return 2

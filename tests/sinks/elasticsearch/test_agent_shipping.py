@@ -39,6 +39,9 @@ flavour = "opensearch"
 hosts = ["{node.url}"]
 namespace = "{namespace}"
 batch_documents = 100
+
+[sinks.prometheus]
+listen = "127.0.0.1:0"
 """,
         encoding="utf-8",
     )

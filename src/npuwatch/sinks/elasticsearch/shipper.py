@@ -71,6 +71,7 @@ class SearchShipper:
         self._dead_letters = dead_letters
         self._wall = wall
         self.cursor = cursors.get(name) or Cursor()
+        self._caught_up_at = wall()
         self.thread = threading.Thread(target=self._run, name=f"npuwatch-{name}", daemon=True)
 
     def start(self) -> None:
@@ -121,6 +122,10 @@ class SearchShipper:
             self.ship([event_action(i, doc, self.settings.namespace) for _, i, doc in events])
             self.cursor = Cursor(self.cursor.blocks, events[-1][0])
             moved = True
+        now = self._wall()
+        if not moved:
+            self._caught_up_at = now
+        self._metrics.ship_backlog.labels(self.name).set(now - self._caught_up_at)
         return moved
 
     def ship(self, actions: list[Action]) -> None:
@@ -152,6 +157,7 @@ class SearchShipper:
                     len(pending),
                     delay,
                 )
+                self._metrics.ship_backlog.labels(self.name).set(self._wall() - self._caught_up_at)
                 if self._stop.wait(delay):
                     raise StopShipping
                 backoff = min(backoff * 2, self.settings.max_backoff_s)

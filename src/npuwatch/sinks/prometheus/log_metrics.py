@@ -1,0 +1,190 @@
+"""The `ascend_*` metrics: what the logs say, counted as the journal commits it.
+
+The journal thread calls `LogMetrics.observe` for the records of each committed batch (150,000
+records a second on a busy host), so the count is made per batch at C speed: one `Counter` over
+`(level, module)` pairs and a pass over the few records that carry codes. Only the distinct
+pairs, a few dozen a batch, are mapped to label values and added to plain dicts under a lock.
+`collect` turns the dicts into metric families when Prometheus scrapes.
+
+Every label is bounded (see `labels`); as a last resort each metric keeps at most
+`max_label_sets` label sets and counts any further ones under a single set of `other` values.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from itertools import compress
+from operator import attrgetter
+from typing import Protocol, get_args
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from npuwatch.records import Record
+from npuwatch.rules.model import Severity
+from npuwatch.sinks.prometheus.labels import CANN_CODES, CANN_MODULES, KINDS, LEVELS, NONE, OTHER
+
+MAX_LABEL_SETS = 2000
+"""Label sets kept per metric before new ones are counted as `other` (a bound on memory and on
+the series Prometheus stores, should the vocabularies grow)."""
+
+_LEVEL = attrgetter("level")
+_LOGGER = attrgetter("logger")
+_CODES = attrgetter("error_codes")
+_TIME = attrgetter("timestamp_us")
+_SEVERITIES = frozenset(get_args(Severity))
+
+
+class EventSummary(Protocol):
+    """What `observe_events` reads of an event: a journal `EventRow` has it."""
+
+    @property
+    def rule(self) -> str: ...
+
+    @property
+    def severity(self) -> str: ...
+
+    @property
+    def category(self) -> str | None: ...
+
+
+class _Counts:
+    """Counts by label values, with at most `limit` distinct label sets."""
+
+    __slots__ = ("_limit", "_other", "values")
+
+    def __init__(self, arity: int, limit: int) -> None:
+        self.values: dict[tuple[str, ...], float] = {}
+        self._other = (OTHER,) * arity
+        self._limit = limit
+
+    def add(self, labels: tuple[str, ...], amount: float) -> None:
+        values = self.values
+        if labels in values:
+            values[labels] += amount
+        elif len(values) < self._limit:
+            values[labels] = amount
+        else:
+            values[self._other] = values.get(self._other, 0) + amount
+
+
+class LogMetrics:
+    """Counts of log records, error codes and rule events, and the newest record's time: a
+    Prometheus collector over plain dicts, fed by the journal thread."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        modules: Collection[str] = CANN_MODULES,
+        codes: Collection[str] = CANN_CODES,
+        max_label_sets: int = MAX_LABEL_SETS,
+    ) -> None:
+        self._modules = frozenset(modules)
+        self._codes = frozenset(codes)
+        self._lock = threading.Lock()
+        self._records = _Counts(3, max_label_sets)
+        self._errors = _Counts(2, max_label_sets)
+        self._events = _Counts(3, max_label_sets)
+        self._newest_us: dict[str, int] = {}
+        if registry is not None:
+            registry.register(self)
+
+    def observe(self, records: Sequence[Record], kind: str) -> None:
+        """Count a committed batch of records of one log kind (`SourceInfo.kind`)."""
+        if not records:
+            return
+        pairs = Counter(zip(map(_LEVEL, records), map(_LOGGER, records), strict=True))
+        codes: Counter[tuple[str, str | None]] = Counter()
+        for record in compress(records, map(_CODES, records)):  # the few that carry codes
+            module = record.logger
+            for code in record.error_codes:
+                codes[code, module] += 1
+        newest = max(filter(None, map(_TIME, records)), default=None)
+        kind = kind if kind in KINDS else OTHER
+        with self._lock:
+            for (level, module), count in pairs.items():
+                self._records.add((kind, self._level(level), self._module(module)), count)
+            for (code, module), count in codes.items():
+                code = code if code in self._codes else OTHER
+                self._errors.add((code, self._module(module)), count)
+            if newest is not None:
+                previous = self._newest_us.get(kind)
+                if previous is None or newest > previous:
+                    self._newest_us[kind] = newest
+
+    def observe_events(self, events: Iterable[EventSummary]) -> None:
+        """Count the rule events of a committed batch (the journal's `EventRow`s)."""
+        counts = Counter((row.rule, row.severity, row.category) for row in events)
+        if not counts:
+            return
+        with self._lock:
+            for (rule, severity, category), count in counts.items():
+                severity = severity if severity in _SEVERITIES else OTHER
+                self._events.add((rule, severity, category or NONE), count)
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            records = list(self._records.values.items())
+            errors = list(self._errors.values.items())
+            events = list(self._events.values.items())
+            newest = list(self._newest_us.items())
+        return _families(records, errors, events, newest)
+
+    def describe(self) -> Iterator[Metric]:
+        """The metric names, without samples (so that a registry can refuse duplicates)."""
+        return _families([], [], [], [])
+
+    def _level(self, level: str | None) -> str:
+        if level is None:
+            return NONE
+        return level if level in LEVELS else OTHER
+
+    def _module(self, module: str | None) -> str:
+        if module is None:
+            return NONE
+        return module if module in self._modules else OTHER
+
+
+def _families(
+    records: list[tuple[tuple[str, ...], float]],
+    errors: list[tuple[tuple[str, ...], float]],
+    events: list[tuple[tuple[str, ...], float]],
+    newest: list[tuple[str, int]],
+) -> Iterator[Metric]:
+    family = CounterMetricFamily(
+        "ascend_log_records",
+        "CANN log records journaled, by log kind, level and module (other: outside the known "
+        "values; none: the record has no level or module).",
+        labels=("kind", "level", "module"),
+    )
+    for labels, value in records:
+        family.add_metric(labels, value)
+    yield family
+    family = CounterMetricFamily(
+        "ascend_log_errors",
+        "Records carrying a CANN error code, by code and module; a record with several codes "
+        "counts once for each. Codes outside the known catalogue count as other.",
+        labels=("code", "module"),
+    )
+    for labels, value in errors:
+        family.add_metric(labels, value)
+    yield family
+    family = CounterMetricFamily(
+        "ascend_rule_events",
+        "Rule events journaled, by rule id, severity and category.",
+        labels=("rule", "severity", "category"),
+    )
+    for labels, value in events:
+        family.add_metric(labels, value)
+    yield family
+    gauge = GaugeMetricFamily(
+        "ascend_log_last_record_timestamp_seconds",
+        "The time written in the newest record journaled, by log kind (Unix time).",
+        labels=("kind",),
+    )
+    for kind, timestamp_us in newest:
+        gauge.add_metric((kind,), timestamp_us / 1e6)
+    yield gauge
