@@ -9,9 +9,10 @@ from pathlib import Path
 from npuwatch.sinks.elasticsearch.documents import Action
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
 from npuwatch.sinks.elasticsearch.streams import all_streams
-from npuwatch.sinks.elasticsearch.templates import TEMPLATE_NAME, index_template
+from npuwatch.sinks.elasticsearch.templates import POLICY_NAME, TEMPLATE_NAME, index_template
 from tests.opensearch_node.launcher import RunningNode, start_node
 from tests.sinks.elasticsearch.conftest import Journaled, make_shipper, ship_all
+from tests.sinks.elasticsearch.es_adapter import ElasticsearchFace
 
 STREAMS = ",".join(all_streams("default"))
 
@@ -132,3 +133,35 @@ def test_an_engine_down_for_a_while_gets_everything_afterwards_and_nothing_twice
     finally:
         engine.close()
         node.stop()
+
+
+def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official_client(
+    node: RunningNode, hccl_journal: Journaled, tmp_path: Path
+) -> None:
+    """The `elasticsearch` flavour (elasticsearch-py 8, its bulk helper) against the node,
+    through es_adapter (which says what it covers): exact counts, and a replay adds nothing."""
+    face = ElasticsearchFace(node.url)
+    engine = SearchEngine(Connection("elasticsearch", (face.url,)))
+    try:
+        assert engine.info()["version"]["number"] == "2.19.6"  # the node, behind the face
+        # The Elasticsearch template names its ILM policy (index.lifecycle.name), a setting
+        # OpenSearch refuses: the template without it goes through the Elasticsearch client.
+        template = index_template("esflavour", "elasticsearch", replicas=0)
+        assert template["template"]["settings"].pop("index.lifecycle.name") == POLICY_NAME
+        engine.put_index_template(f"{TEMPLATE_NAME}-esflavour", template)
+        first, _, dead = make_shipper(
+            engine, hccl_journal.directory, tmp_path / "first", namespace="esflavour"
+        )
+        ship_all(first)
+        streams = ",".join(all_streams("esflavour"))
+        assert engine.count(streams) == hccl_journal.records + hccl_journal.events
+        again, _, _ = make_shipper(
+            engine, hccl_journal.directory, tmp_path / "again", namespace="esflavour"
+        )
+        ship_all(again)
+        assert engine.count(streams) == hccl_journal.records + hccl_journal.events
+        assert dead.lines() == []
+    finally:
+        engine.client.indices.delete_data_stream(name="logs-ascend.*-esflavour")
+        engine.close()
+        face.close()
