@@ -1,0 +1,187 @@
+"""Shipping throughput to a local OpenSearch node (tests/opensearch_node), by bulk size.
+
+    python bench/ship_bench.py [--lines 200000] [--work /tmp/npuwatch-ship-bench]
+
+Builds a journal once (a generated tree in the real CANN formats, followed by the real agent),
+starts the node, then ships the whole journal once per bulk size, starting at 100 documents and
+doubling, each into a fresh namespace: documents/s and MB/s of JSON sent, with the share of the
+time spent turning journal blocks into documents (re-parsing, in this process). Then the agent
+end to end: the real agent with the sink enabled (the best bulk size) on the same tree, from
+start to the last record being searchable. The reference is the documents alone, built without
+sending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.opensearch_node.launcher import start_node
+
+from make_tree import write_tree
+from npuwatch.journal.cursors import CursorStore
+from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.metrics import SelfMetrics
+from npuwatch.sinks.elasticsearch.dead_letters import DeadLetters
+from npuwatch.sinks.elasticsearch.documents import block_actions
+from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
+from npuwatch.sinks.elasticsearch.shipper import SearchShipper, ShipSettings
+from npuwatch.sinks.elasticsearch.streams import all_streams
+from npuwatch.sinks.elasticsearch.templates import TEMPLATE_NAME, index_template
+
+
+def journal_records(journal: Path) -> int:
+    total = 0
+    with JournalReader(journal) as reader:
+        position = Position()
+        while page := reader.blocks_after(position, 64):
+            total += sum(block.count for _, block in page)
+            position = page[-1][0]
+    return total
+
+
+def build_journal(work: Path, lines: int) -> tuple[Path, Path]:
+    tree, state = work / "tree", work / "state"
+    if (work / "built").exists():
+        return tree, state / "journal"
+    shutil.rmtree(work, ignore_errors=True)
+    write_tree(tree, lines)
+    config = work / "agent.toml"
+    config.write_text(
+        f'[agent]\nstate_directory = "{state}"\ntimezone = "UTC"\n'
+        f'[sources]\nroots = ["{tree}"]\nidle_flush = "500ms"\n'
+        '[sinks.prometheus]\nenabled = false\n',
+        encoding="utf-8",
+    )
+    agent = subprocess.Popen([sys.executable, "-m", "npuwatch", "agent", "--config", str(config)])
+    last, stable = -1, 0
+    while stable < 3:
+        time.sleep(1)
+        count = journal_records(state / "journal") if (state / "journal").exists() else 0
+        stable = stable + 1 if count == last and count > 0 else 0
+        last = count
+    agent.send_signal(signal.SIGTERM)
+    agent.wait(timeout=120)
+    (work / "built").write_text("", encoding="utf-8")
+    return tree, state / "journal"
+
+
+def documents_alone(journal: Path) -> tuple[int, int, float]:
+    """(documents, bytes of JSON, seconds) to build every document without sending it."""
+    count = size = 0
+    started = time.perf_counter()
+    with JournalReader(journal) as reader:
+        position = Position()
+        while page := reader.blocks_after(position, 4):
+            for _, block in page:
+                for action in block_actions(block, "bench", "bench-host"):
+                    count += 1
+                    size += len(json.dumps(action.document))
+            position = page[-1][0]
+    return count, size, time.perf_counter() - started
+
+
+def ship(engine: SearchEngine, journal: Path, work: Path, namespace: str, docs: int) -> float:
+    engine.put_index_template(
+        f"{TEMPLATE_NAME}-{namespace}", index_template(namespace, "opensearch", replicas=0)
+    )
+    state = work / f"ship-{namespace}"
+    shutil.rmtree(state, ignore_errors=True)
+    shipper = SearchShipper(
+        engine,
+        journal,
+        CursorStore(state / "cursors.json"),
+        threading.Condition(),
+        threading.Event(),
+        SelfMetrics(),
+        DeadLetters(state / "dead.jsonl"),
+        ShipSettings(namespace=namespace, host="bench-host", chunk_docs=docs, blocks_per_page=4),
+    )
+    started = time.perf_counter()
+    while shipper.pump():
+        pass
+    return time.perf_counter() - started
+
+
+def end_to_end(
+    engine: SearchEngine, url: str, tree: Path, work: Path, docs: int, expected: int
+) -> float:
+    """Seconds from starting the real agent with the sink on `tree` to `expected` documents."""
+    state = work / "end-to-end"
+    shutil.rmtree(state, ignore_errors=True)
+    engine.put_index_template(
+        f"{TEMPLATE_NAME}-endtoend", index_template("endtoend", "opensearch", replicas=0)
+    )
+    config = work / "end-to-end.toml"
+    config.write_text(
+        f'[agent]\nstate_directory = "{state}"\ntimezone = "UTC"\n'
+        f'[sources]\nroots = ["{tree}"]\nidle_flush = "500ms"\n'
+        "[sinks.prometheus]\nenabled = false\n"
+        f'[sinks.elasticsearch]\nenabled = true\nflavour = "opensearch"\nhosts = ["{url}"]\n'
+        f'namespace = "endtoend"\nbatch_documents = {docs}\n',
+        encoding="utf-8",
+    )
+    started = time.perf_counter()
+    agent = subprocess.Popen([sys.executable, "-m", "npuwatch", "agent", "--config", str(config)])
+    try:
+        streams = ",".join(all_streams("endtoend"))
+        while engine.count(streams) - _events(engine) < expected:
+            time.sleep(0.5)
+        return time.perf_counter() - started
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(timeout=120)
+        engine.client.indices.delete_data_stream(name="logs-ascend.*-endtoend")
+
+
+def _events(engine: SearchEngine) -> int:
+    return engine.count("logs-ascend.events-endtoend")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/npuwatch-ship-bench"))
+    parser.add_argument("--largest", type=int, default=6400, help="largest bulk size tried")
+    args = parser.parse_args()
+    tree, journal = build_journal(args.work, args.lines)
+    count, size, alone = documents_alone(journal)
+    print(f"journal: {count:,} records ({size / 1e6:.0f} MB as JSON documents)")
+    print(f"reference: building the documents alone {count / alone:,.0f} documents/s")
+    node = start_node(args.work / "node")
+    engine = SearchEngine(Connection("opensearch", (node.url,), timeout_s=120))
+    try:
+        docs, best = 100, (0.0, 100)
+        while docs <= args.largest:
+            seconds = ship(engine, journal, args.work, f"bulk{docs}", docs)
+            shipped = engine.count(",".join(all_streams(f"bulk{docs}")))
+            print(
+                f"bulk of {docs:>5} documents: {shipped / seconds:>8,.0f} documents/s,"
+                f" {size / seconds / 1e6:5.1f} MB/s ({shipped:,} documents in {seconds:.1f} s;"
+                f" building them is {100 * alone / seconds:.0f} % of that)"
+            )
+            best = max(best, (shipped / seconds, docs))
+            engine.client.indices.delete_data_stream(name=f"logs-ascend.*-bulk{docs}")
+            docs *= 2
+        seconds = end_to_end(engine, node.url, tree, args.work, best[1], count)
+        print(
+            f"agent end to end (files to searchable documents, bulk of {best[1]}): {count:,}"
+            f" records in {seconds:.1f} s = {count / seconds:,.0f} records/s"
+        )
+    finally:
+        engine.close()
+        node.stop()
+
+
+if __name__ == "__main__":
+    main()
