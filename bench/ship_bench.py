@@ -60,7 +60,7 @@ def build_journal(work: Path, lines: int) -> tuple[Path, Path]:
     config.write_text(
         f'[agent]\nstate_directory = "{state}"\ntimezone = "UTC"\n'
         f'[sources]\nroots = ["{tree}"]\nidle_flush = "500ms"\n'
-        '[sinks.prometheus]\nenabled = false\n',
+        "[sinks.prometheus]\nenabled = false\n",
         encoding="utf-8",
     )
     agent = subprocess.Popen([sys.executable, "-m", "npuwatch", "agent", "--config", str(config)])
