@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
@@ -97,3 +98,33 @@ def test_a_file_among_the_most_recent_keeps_its_context_before() -> None:
 
 def test_a_file_quiet_while_more_files_wrote_than_the_bound_loses_its_context_before() -> None:
     assert not [text for text in context_before_the_error(context_files=2) if "step" in text]
+
+
+def test_an_event_whose_file_goes_quiet_is_journaled_without_waiting_for_more_records() -> None:
+    """A rank's last error, followed by two lines before its process died: the event does not
+    wait forever for the five records of context after it."""
+    engine = RuleEngine(load_rules(default_locations()))
+    inbox: ByteQueue[object] = ByteQueue(1 << 24)
+    outbox: ByteQueue[object] = ByteQueue(1 << 24)
+    stop = threading.Event()
+    stage = RulesStage(engine, inbox, outbox, stop, SelfMetrics(), idle_flush_s=0.2)
+    lines = [
+        line(100, 1, "ERROR", "stream sync failed, error code EE9999"),
+        line(100, 2, "INFO", "dumping state"),
+        line(100, 3, "INFO", "exiting"),
+    ]
+    batch = Files().batch(100, lines)
+    inbox.put(batch, batch.bytes_read, stop)
+    stage.start()
+    found: list[str] = []
+    deadline = time.monotonic() + 10
+    while not found and time.monotonic() < deadline:
+        item = outbox.get(timeout=0.2)
+        if isinstance(item, JournalWork):
+            found.extend(row.document for row in item.events if "EE9999" in row.document)
+    stop.set()
+    inbox.put_always(END)
+    stage.thread.join(10)
+    assert found, "the event waited for records that never came"
+    after = json.loads(found[0])["ascend"]["finding"]["context"]["after"]
+    assert after == lines[1:]

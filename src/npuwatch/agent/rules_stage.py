@@ -108,6 +108,8 @@ class RulesStage:
         self._idle_flush_s = idle_flush_s
         self._wall = wall
         self._streams: dict[str, RuleStream] = {}
+        self._last_batch: dict[str, float] = {}
+        """When each file's last batch came (monotonic), for events waiting on context after."""
         self._recent: OrderedDict[str, None] = OrderedDict()
         """Files whose streams hold a context window, least recently written first."""
         self._context_files = context_files
@@ -125,8 +127,12 @@ class RulesStage:
 
     def _run(self) -> None:
         next_rule_check = time.monotonic() + self._reload_interval_s
+        next_quiet_check = time.monotonic()
         try:
             while not self._stop.is_set():  # set only when the agent abandons its drain
+                if time.monotonic() >= next_quiet_check:
+                    self._release_quiet_streams()
+                    next_quiet_check = time.monotonic() + min(self._idle_flush_s, 1.0)
                 item = self._inbox.get(timeout=min(self._idle_flush_s, 1.0))
                 if item is END:
                     self._finish()
@@ -145,7 +151,18 @@ class RulesStage:
         except QueueStopped:
             return
 
+    def _release_quiet_streams(self) -> None:
+        """An event waits for records after it (its context); when its file has been quiet for
+        the idle-flush time, it stops waiting. Otherwise the last error of a process that died
+        right after it (the usual case) would wait, and never reach the journal or an alert,
+        until the file was deleted."""
+        now = time.monotonic()
+        for key, stream in self._streams.items():
+            if stream.pending and now - self._last_batch.get(key, now) >= self._idle_flush_s:
+                stream.close()
+
     def _process(self, batch: ReadBatch) -> None:
+        self._last_batch[batch.file_key] = time.monotonic()
         stream = self._streams.get(batch.file_key)
         if stream is None:
             stream = self._streams[batch.file_key] = self.engine.stream(batch.source)
@@ -156,6 +173,7 @@ class RulesStage:
             stream.close()
             del self._streams[batch.file_key]
             self._recent.pop(batch.file_key, None)
+            self._last_batch.pop(batch.file_key, None)
         else:
             self._keep_window(batch.file_key)
         if batch.journal_from:  # a replay after a restart: those records are journaled
@@ -192,6 +210,7 @@ class RulesStage:
 
     def _gone(self, gone: FileGone) -> None:
         self._streams.pop(gone.file_key, None)
+        self._last_batch.pop(gone.file_key, None)
         self._recent.pop(gone.file_key, None)
         self._checkpoints.pop(gone.file_key, None)
         self._outbox.put(JournalWork(gone.file_key, None, forget=gone.file_key), 0, self._stop)

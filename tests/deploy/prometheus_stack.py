@@ -1,0 +1,253 @@
+"""A real Prometheus and Alertmanager (Debian's packages) for end-to-end alert tests: their
+configurations, derived from the examples in deploy/prometheus; the server processes; and a
+webhook receiver that records what Alertmanager posts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DEPLOY = REPOSITORY / "deploy" / "prometheus"
+ALERTS = DEPLOY / "alerts.yml"
+PROMETHEUS_EXAMPLE = DEPLOY / "prometheus.yml"
+ALERTMANAGER_EXAMPLE = DEPLOY / "alertmanager.yml"
+JOB = "npuwatch"
+"""The scrape job the alerts select (`up{job="npuwatch"}`)."""
+
+T = TypeVar("T")
+
+
+def binary(name: str, package: str, *other_names: str) -> str:
+    """The path of an installed program; the test fails (it does not skip) when it is missing."""
+    for candidate in (name, *other_names):
+        found = shutil.which(candidate)
+        if found is not None:
+            return found
+    pytest.fail(
+        f"{name} is not installed, so the alerts cannot be tested end to end: install Debian's "
+        f"{package} package (apt-get install -y {package})"
+    )
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct TCP ports free on 127.0.0.1 now, for servers that must be told theirs."""
+    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def fetch(url: str, timeout: float = 5.0) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        body: bytes = response.read()
+        return body
+
+
+def fetch_json(url: str) -> Any:
+    return json.loads(fetch(url))
+
+
+def poll(
+    attempt: Callable[[], T | None], timeout: float, interval: float = 0.5
+) -> tuple[T | None, float]:
+    """Call `attempt` until it returns something other than None or `timeout` seconds pass;
+    return what it returned (None on timeout) and the seconds it took."""
+    started = time.monotonic()
+    while True:
+        try:
+            found = attempt()
+        except (OSError, ValueError):  # not up yet, or a half-written answer
+            found = None
+        elapsed = time.monotonic() - started
+        if found is not None or elapsed >= timeout:
+            return found, elapsed
+        time.sleep(interval)
+
+
+class LoggedProcess:
+    """A server run as a child process with its output in a log file; stopped with SIGTERM,
+    then SIGKILL."""
+
+    def __init__(
+        self, name: str, command: list[str], log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.log_path = log_path
+        with log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+
+    def wait_ready(self, url: str, timeout: float = 30.0) -> None:
+        """Wait until `url` answers 200; fail with the log if the process exits or never does."""
+
+        def answered() -> bool | None:
+            if self.process.poll() is not None:
+                return False
+            fetch(url, timeout=2.0)
+            return True
+
+        ready, waited = poll(answered, timeout, interval=0.2)
+        if not ready:
+            state = "exited" if self.process.poll() is not None else "is still starting"
+            raise AssertionError(
+                f"{self.name} {state}: {url} did not answer within {waited:.0f} s\n{self.tail()}"
+            )
+
+    def tail(self, lines: int = 25) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            text = f"(no log: {error})"
+        last = "\n".join(text.splitlines()[-lines:])
+        return f"--- last lines of {self.name}'s log ({self.log_path}) ---\n{last}"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+class _RecordingServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _WebhookHandler)
+        self.lock = threading.Lock()
+        self.posts: list[tuple[str, Any]] = []
+
+
+class _WebhookHandler(BaseHTTPRequestHandler):
+    server: _RecordingServer
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = body.decode("utf-8", errors="replace")
+        with self.server.lock:
+            self.server.posts.append((self.path, payload))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the posts are kept, not printed."""
+
+
+class WebhookReceiver:
+    """An HTTP server on a free port that keeps every JSON document POSTed to it."""
+
+    def __init__(self) -> None:
+        self._server = _RecordingServer()
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="webhook-receiver", daemon=True
+        )
+        self._thread.start()
+
+    def posts(self) -> list[tuple[str, Any]]:
+        """(path, payload) of every POST so far."""
+        with self._server.lock:
+            return list(self._server.posts)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+
+def write_prometheus_config(path: Path, agent_port: int, alertmanager_port: int) -> None:
+    """The example prometheus.yml made fast: a 1 s scrape and evaluation, the repository's
+    alerts.yml, the agent on `agent_port` (with the example's relabelling, so `instance` is the
+    host without the port) and the test's Alertmanager."""
+    example = yaml.safe_load(PROMETHEUS_EXAMPLE.read_text(encoding="utf-8"))
+    (job,) = [scrape for scrape in example["scrape_configs"] if scrape["job_name"] == JOB]
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(ALERTS)],
+        "alerting": {
+            "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{alertmanager_port}"]}]}]
+        },
+        "scrape_configs": [
+            {
+                **job,
+                "scrape_interval": "1s",
+                "scrape_timeout": "1s",
+                "static_configs": [{"targets": [f"127.0.0.1:{agent_port}"]}],
+            }
+        ],
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def write_alertmanager_config(path: Path, webhook: WebhookReceiver) -> None:
+    """The example alertmanager.yml (its routes by severity, inhibitions and receivers) with
+    every webhook pointed at `webhook` (same path) and 1 s group waits and intervals."""
+    config = yaml.safe_load(ALERTMANAGER_EXAMPLE.read_text(encoding="utf-8"))
+    routes = [config["route"]]
+    while routes:
+        route = routes.pop()
+        if "group_wait" in route or route is config["route"]:
+            route["group_wait"] = "1s"
+        if "group_interval" in route or route is config["route"]:
+            route["group_interval"] = "1s"
+        routes += route.get("routes", [])
+    for receiver in config["receivers"]:
+        for hook in receiver.get("webhook_configs", []):
+            hook["url"] = f"http://127.0.0.1:{webhook.port}{urlsplit(hook['url']).path}"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def backfill_up(promtool: str, storage: Path, instance: str, seconds: int, step: int = 1) -> None:
+    """Write into `storage` the `up` samples of a Prometheus that has been scraping the agent
+    (job npuwatch, `instance`) for the last `seconds`, as promtool's backfill."""
+    now = int(time.time())
+    samples = "".join(
+        f'up{{job="{JOB}",instance="{instance}"}} 1 {moment}\n'
+        for moment in range(now - seconds, now, step)
+    )
+    source = storage.with_name(storage.name + "-up.om")
+    source.write_text(f"# TYPE up gauge\n{samples}# EOF\n", encoding="utf-8")
+    storage.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(storage)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, f"promtool backfill failed:\n{result.stdout}{result.stderr}"
+
+
+def agent_environment() -> dict[str, str]:
+    """The environment of the agent process: none of the caller's NPUWATCH_* overrides (the
+    Elasticsearch sink stays off), and the repository on PYTHONPATH."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("NPUWATCH_")}
+    env["PYTHONPATH"] = str(REPOSITORY)
+    return env

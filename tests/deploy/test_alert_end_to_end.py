@@ -1,0 +1,298 @@
+"""End to end, the path that wakes an operator: the real agent tails a CANN log tree, a real
+Prometheus (Debian's package) scrapes it and evaluates deploy/prometheus/alerts.yml unchanged,
+and a real Alertmanager routes the alert, as alertmanager.yml does, to a webhook.
+
+Two delays are by design, and shape the test:
+
+- The agent counts a rule event in `ascend_rule_events_total` once the event's dedupe window has
+  closed (60 s for the HCCL timeout rules) and its context after it is complete (5 records, or
+  its file quiet for the idle-flush time). The alert therefore fires about a minute after the
+  line is written.
+- A counter series born at its first event has no increase(); alerts.yml counts such a series
+  only when the agent was already scraped 5 minutes before. Rather than scrape for 5 minutes
+  first, this Prometheus starts with that history of `up` backfilled by promtool, as on a host
+  that has been monitored for a while.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.deploy.prometheus_stack import (
+    REPOSITORY,
+    LoggedProcess,
+    WebhookReceiver,
+    agent_environment,
+    backfill_up,
+    binary,
+    fetch,
+    fetch_json,
+    free_ports,
+    poll,
+    write_alertmanager_config,
+    write_prometheus_config,
+)
+
+pytestmark = pytest.mark.integration
+
+PACK = REPOSITORY / "src" / "npuwatch" / "rules" / "packs" / "30-timeouts.yaml"
+RULE = "hccl.notify-wait-timeout"
+ALERT = "AscendHcclTimeout"
+INSTANCE = "127.0.0.1"
+"""The agent's address without the port: prometheus.yml's relabelling."""
+PID = 3300
+FIRING_WITHIN = 120.0
+"""Seconds from writing the line to the alert firing in Prometheus (expected: about 65)."""
+DELIVERED_WITHIN = 150.0
+"""Seconds from writing the line to Alertmanager posting the alert to the webhook."""
+
+CANN_TIME = re.compile(r"\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}\.\d{3}")
+
+
+def cann_time(moment: datetime) -> str:
+    """A time as CANN writes it in a plog: 2025-09-14-09:37:31.402.500."""
+    micro = moment.microsecond
+    return moment.strftime("%Y-%m-%d-%H:%M:%S.") + f"{micro // 1000:03d}.{micro % 1000:03d}"
+
+
+def plog_record(module: str, source: str, text: str, moment: datetime) -> str:
+    return f"[INFO] {module}({PID},python3):{cann_time(moment)} [{source}] {text}"
+
+
+def timeout_line(moment: datetime) -> str:
+    """The rule's own plog example of an HCCL notify-wait timeout, written at `moment`."""
+    pack = yaml.safe_load(PACK.read_text(encoding="utf-8"))
+    (rule,) = [rule for rule in pack["rules"] if rule["id"] == RULE]
+    (line,) = [line for line in rule["examples"]["match"] if line.startswith("[ERROR] HCCL(")]
+    assert f"HCCL({PID}," in line, line
+    return CANN_TIME.sub(cann_time(moment), line)
+
+
+def synchronize_lines(moment: datetime, first_task: int, count: int) -> list[str]:
+    """What another thread of the training process logs meanwhile."""
+    return [
+        plog_record(
+            "RUNTIME",
+            "stream.cc:1421",
+            f"3301 StreamSynchronize: stream_id=2, task_id={task}, device_id=0, flip_num=0",
+            moment,
+        )
+        for task in range(first_task, first_task + count)
+    ]
+
+
+def append(path: Path, lines: list[str]) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+
+
+@dataclass
+class Stack:
+    """The agent, Prometheus, Alertmanager and the webhook, running for the module."""
+
+    prometheus_url: str
+    agent_url: str
+    plog: Path
+    webhook: WebhookReceiver
+    processes: list[LoggedProcess] = field(default_factory=list)
+
+    def diagnostics(self) -> str:
+        """What each part saw, for a failure message."""
+        parts = [self._agent_events(), self._prometheus_alerts(), self._posts()]
+        parts += [process.tail() for process in self.processes]
+        return "\n".join(parts)
+
+    def _agent_events(self) -> str:
+        try:
+            body = fetch(self.agent_url).decode()
+        except OSError as error:
+            return f"agent /metrics: {error}"
+        counted = [line for line in body.splitlines() if line.startswith("ascend_rule_events")]
+        return "agent's ascend_rule_events_total:\n  " + ("\n  ".join(counted) or "(none)")
+
+    def _prometheus_alerts(self) -> str:
+        try:
+            alerts = fetch_json(f"{self.prometheus_url}/api/v1/alerts")["data"]["alerts"]
+        except (OSError, ValueError, KeyError) as error:
+            return f"prometheus /api/v1/alerts: {error}"
+        listed = [f"{alert['state']} {alert['labels']}" for alert in alerts]
+        return "prometheus alerts:\n  " + ("\n  ".join(listed) or "(none)")
+
+    def _posts(self) -> str:
+        posts = self.webhook.posts()
+        return f"webhook posts ({len(posts)}):\n  " + "\n  ".join(
+            json.dumps(post)[:500] for post in posts
+        )
+
+
+def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
+    """The agent on a log tree where a training process (pid 3300) is already logging."""
+    logs, state = folder / "logs", folder / "state"
+    plog_folder = logs / "debug" / "plog"
+    plog_folder.mkdir(parents=True)
+    append(plog_path(folder, started), synchronize_lines(started, 100, 3))
+    config = folder / "npuwatch.toml"
+    config.write_text(
+        "[agent]\n"
+        'host_name = "npu-node-01"\n'
+        f"state_directory = {json.dumps(str(state))}\n"
+        'timezone = "UTC"\n'  # the zone the test writes CANN's times in
+        "[sources]\n"
+        f"roots = [{json.dumps(str(logs))}]\n"
+        "[sinks.prometheus]\n"
+        f'listen = "127.0.0.1:{port}"\n',
+        encoding="utf-8",
+    )
+    command = [sys.executable, "-m", "npuwatch", "agent", "--config", str(config)]
+    return LoggedProcess("npuwatch agent", command, folder / "agent.log", agent_environment())
+
+
+def plog_path(folder: Path, started: datetime) -> Path:
+    stamp = started.strftime("%Y%m%d%H%M%S") + f"{started.microsecond // 1000:03d}"
+    return folder / "logs" / "debug" / "plog" / f"plog-{PID}_{stamp}.log"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    prometheus = binary("prometheus", "prometheus")
+    promtool = binary("promtool", "prometheus")
+    alertmanager = binary("prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
+    folder = tmp_path_factory.mktemp("alert-end-to-end")
+    started = datetime.now(timezone.utc)
+    agent_port, prometheus_port, alertmanager_port = free_ports(3)
+    with ExitStack() as cleanup:
+        webhook = WebhookReceiver()
+        cleanup.callback(webhook.close)
+        stack = Stack(
+            prometheus_url=f"http://127.0.0.1:{prometheus_port}",
+            agent_url=f"http://127.0.0.1:{agent_port}/metrics",
+            plog=plog_path(folder, started),
+            webhook=webhook,
+        )
+
+        def run(process: LoggedProcess) -> LoggedProcess:
+            stack.processes.append(process)
+            cleanup.callback(process.stop)
+            return process
+
+        write_alertmanager_config(folder / "alertmanager.yml", webhook)
+        alertmanager_process = run(
+            LoggedProcess(
+                "alertmanager",
+                [
+                    alertmanager,
+                    f"--config.file={folder / 'alertmanager.yml'}",
+                    f"--storage.path={folder / 'alertmanager-data'}",
+                    f"--web.listen-address=127.0.0.1:{alertmanager_port}",
+                    "--cluster.listen-address=",  # a single Alertmanager: no gossip
+                ],
+                folder / "alertmanager.log",
+            )
+        )
+        agent = run(start_agent(folder, agent_port, started))
+        write_prometheus_config(folder / "prometheus.yml", agent_port, alertmanager_port)
+        backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=600)
+        prometheus_process = run(
+            LoggedProcess(
+                "prometheus",
+                [
+                    prometheus,
+                    f"--config.file={folder / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={folder / 'prometheus-data'}",
+                    f"--web.listen-address=127.0.0.1:{prometheus_port}",
+                ],
+                folder / "prometheus.log",
+            )
+        )
+        alertmanager_process.wait_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready")
+        agent.wait_ready(stack.agent_url)
+        prometheus_process.wait_ready(f"{stack.prometheus_url}/-/ready")
+        scraping, _ = poll(lambda: True if agent_scraped(stack) else None, timeout=30)
+        assert scraping, f"Prometheus does not scrape the agent\n{stack.diagnostics()}"
+        yield stack
+
+
+def agent_scraped(stack: Stack) -> bool:
+    targets = fetch_json(f"{stack.prometheus_url}/api/v1/targets")["data"]["activeTargets"]
+    return any(target["health"] == "up" for target in targets)
+
+
+@pytest.fixture(scope="module")
+def timeout_written(stack: Stack) -> float:
+    """Append the timeout line, and what the process logs after it, to the plog; return when
+    (time.monotonic)."""
+    now = datetime.now(timezone.utc)
+    after = now + timedelta(milliseconds=5)
+    append(stack.plog, [timeout_line(now), *synchronize_lines(after, 103, 5)])
+    return time.monotonic()
+
+
+def seconds_left(written: float, within: float) -> float:
+    return max(0.0, within - (time.monotonic() - written))
+
+
+def test_an_hccl_notify_wait_timeout_in_a_plog_fires_ascend_hccl_timeout_in_prometheus(
+    stack: Stack, timeout_written: float
+) -> None:
+    def firing() -> dict[str, Any] | None:
+        alerts = fetch_json(f"{stack.prometheus_url}/api/v1/alerts")["data"]["alerts"]
+        for alert in alerts:
+            labels = alert["labels"]
+            if labels["alertname"] == ALERT and labels.get("rule") == RULE:
+                return alert if alert["state"] == "firing" else None
+        return None
+
+    alert, _ = poll(firing, seconds_left(timeout_written, FIRING_WITHIN))
+    took = time.monotonic() - timeout_written
+    assert alert is not None, (
+        f"{ALERT} for {RULE} was not firing in Prometheus {took:.0f} s after the line was "
+        f"written\n{stack.diagnostics()}"
+    )
+    print(f"{ALERT} firing in Prometheus {took:.1f} s after the line was written")
+    assert alert["labels"] == {
+        "alertname": ALERT,
+        "severity": "critical",
+        "job": "npuwatch",
+        "instance": INSTANCE,
+        "rule": RULE,
+    }
+    assert alert["annotations"]["summary"] == f"HCCL timeout on {INSTANCE} ({RULE})"
+
+
+def test_alertmanager_posts_the_firing_alert_to_the_critical_webhook(
+    stack: Stack, timeout_written: float
+) -> None:
+    def delivered() -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+        for path, payload in stack.webhook.posts():
+            for alert in payload.get("alerts", []) if isinstance(payload, dict) else []:
+                labels = alert["labels"]
+                if labels.get("alertname") == ALERT and labels.get("rule") == RULE:
+                    return path, payload, alert
+        return None
+
+    found, _ = poll(delivered, seconds_left(timeout_written, DELIVERED_WITHIN))
+    took = time.monotonic() - timeout_written
+    assert found is not None, (
+        f"no webhook post of {ALERT} for {RULE} {took:.0f} s after the line was written\n"
+        f"{stack.diagnostics()}"
+    )
+    print(f"{ALERT} posted to the webhook {took:.1f} s after the line was written")
+    path, payload, alert = found
+    assert path == "/npuwatch/critical"  # alertmanager.yml routes severity=critical there
+    assert payload["status"] == "firing"
+    assert alert["status"] == "firing"
+    assert alert["labels"]["severity"] == "critical"
+    assert alert["labels"]["instance"] == INSTANCE
+    assert alert["annotations"]["summary"] == f"HCCL timeout on {INSTANCE} ({RULE})"
