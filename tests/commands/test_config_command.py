@@ -165,3 +165,12 @@ def test_config_without_an_action_is_a_usage_error(capsys: pytest.CaptureFixture
         main(["config"])
     assert exited.value.code == 2
     assert "ACTION" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["elasticsearch.toml", "opensearch.toml"])
+def test_the_example_sink_configurations_in_deploy_are_valid(name: str) -> None:
+    path = Path(__file__).resolve().parents[2] / "deploy" / "config" / name
+    config = npuwatch.config.load_config(path, {})
+    assert config.sinks.elasticsearch.enabled
+    assert config.sinks.elasticsearch.flavour == name.removesuffix(".toml")
+    assert config.sinks.elasticsearch.namespace == "train_a"
