@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from npuwatch.journal.segment import Segment, StoredBlock
 from npuwatch.journal.store import list_segments
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -79,22 +83,11 @@ class JournalReader:
         self, position: Position, limit: int = 16
     ) -> list[tuple[Position, StoredBlock]]:
         """Up to `limit` blocks after `position`, each with the position just past it."""
-        for sequence, path in list_segments(self.directory):
-            if sequence < position.segment:
-                continue
-            segment = self._segment(sequence, path)
-            if segment is None:
-                continue
-            start = position.row if sequence == position.segment else 0
-            try:
-                blocks = segment.blocks_after(start, limit)
-            except sqlite3.DatabaseError as error:
-                self._skip(sequence, path, error)
-                continue
-            if blocks:
-                self._release_before(sequence)
-                return [(Position(sequence, block.id), block) for block in blocks]
-        return []
+        found = self._page_after(position, lambda s, start: s.blocks_after(start, limit))
+        if found is None:
+            return []
+        sequence, blocks = found
+        return [(Position(sequence, block.id), block) for block in blocks]
 
     def events_after(self, position: Position, limit: int = 256) -> list[tuple[Position, str]]:
         """Up to `limit` events (as JSON documents) after `position`."""
@@ -104,6 +97,17 @@ class JournalReader:
         self, position: Position, limit: int = 256
     ) -> list[tuple[Position, str, str]]:
         """Up to `limit` events after `position`: (position, event id, JSON document)."""
+        found = self._page_after(position, lambda s, start: s.events_after(start, limit))
+        if found is None:
+            return []
+        sequence, events = found
+        return [(Position(sequence, seq), id_, doc) for seq, id_, doc in events]
+
+    def _page_after(
+        self, position: Position, fetch: Callable[[Segment, int], list[T]]
+    ) -> tuple[int, list[T]] | None:
+        """The first non-empty page `fetch` gives after `position`, and its segment: segments
+        that cannot be read are skipped (once each, with a warning)."""
         for sequence, path in list_segments(self.directory):
             if sequence < position.segment:
                 continue
@@ -112,14 +116,14 @@ class JournalReader:
                 continue
             start = position.row if sequence == position.segment else 0
             try:
-                events = segment.events_after(start, limit)
+                page = fetch(segment, start)
             except sqlite3.DatabaseError as error:
                 self._skip(sequence, path, error)
                 continue
-            if events:
+            if page:
                 self._release_before(sequence)
-                return [(Position(sequence, seq), id_, doc) for seq, id_, doc in events]
-        return []
+                return sequence, page
+        return None
 
     def end(self) -> tuple[Position, Position]:
         """The positions after the last block and after the last event."""
