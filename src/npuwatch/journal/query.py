@@ -90,6 +90,25 @@ class ReadOnlySegment(NamedTuple):
         return self.db.execute(sql, parameters).fetchall()
 
 
+def add_field_filters(where: Where, question: Question, prefix: str, host_column: str) -> None:
+    """The filters that the notable index and the events table both have as columns (level,
+    module, time, device, pid, host), on the columns named `prefix` + level and so on."""
+    if question.levels:
+        where.any_of(f"{prefix}level", sorted(question.levels))
+    if question.modules:
+        where.any_of(f"{prefix}logger", sorted(question.modules))
+    if question.since_us is not None:
+        where.add(f"{prefix}timestamp_us >= ?", question.since_us)
+    if question.until_us is not None:
+        where.add(f"{prefix}timestamp_us <= ?", question.until_us)
+    if question.device is not None:
+        where.add(f"{prefix}device = ?", question.device)
+    if question.pid is not None:
+        where.add(f"{prefix}pid = ?", question.pid)
+    if question.host is not None:
+        where.add(f"{host_column} = ?", question.host)
+
+
 def open_segments(directory: Directory) -> Iterator[ReadOnlySegment]:
     """Each segment of the journal in turn, open read-only (closed when the next is asked)."""
     for sequence, path in segment_files(directory):
@@ -127,20 +146,7 @@ def _from_index(
             f"({','.join('?' * len(codes))}))",
             *codes,
         )
-    if question.levels:
-        where.any_of("n.level", sorted(question.levels))
-    if question.modules:
-        where.any_of("n.logger", sorted(question.modules))
-    if question.since_us is not None:
-        where.add("n.timestamp_us >= ?", question.since_us)
-    if question.until_us is not None:
-        where.add("n.timestamp_us <= ?", question.until_us)
-    if question.device is not None:
-        where.add("n.device = ?", question.device)
-    if question.pid is not None:
-        where.add("n.pid = ?", question.pid)
-    if question.host is not None:
-        where.add("b.host = ?", question.host)
+    add_field_filters(where, question, "n.", host_column="b.host")
     rows = segment.query(
         "SELECT n.block_id, n.position, n.timestamp_us, n.level, n.logger, n.pid, n.codes, "
         f"n.offset, n.original, n.device, {SOURCE_COLUMNS} "
@@ -184,20 +190,7 @@ def search_events(directory: Directory, question: Question) -> Iterator[str]:
             where.any_of("category", sorted(question.categories))
         if question.codes:
             where.any_of("code", sorted(question.codes))
-        if question.levels:
-            where.any_of("level", sorted(question.levels))
-        if question.modules:
-            where.any_of("logger", sorted(question.modules))
-        if question.since_us is not None:
-            where.add("timestamp_us >= ?", question.since_us)
-        if question.until_us is not None:
-            where.add("timestamp_us <= ?", question.until_us)
-        if question.device is not None:
-            where.add("device = ?", question.device)
-        if question.host is not None:
-            where.add("host = ?", question.host)
-        if question.pid is not None:
-            where.add("pid = ?", question.pid)
+        add_field_filters(where, question, "", host_column="host")
         rows = segment.query(
             f"SELECT id, document FROM events WHERE {where.sql()} ORDER BY seq", where.parameters
         )

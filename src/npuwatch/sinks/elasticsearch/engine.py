@@ -88,7 +88,7 @@ class SearchEngine:
                 self.client.transport.perform_request("GET", f"/_plugins/_ism/policies/{name}")
             )
         except Exception as error:
-            if _status(error) == 404:
+            if status_of(error) == 404:
                 return None
             raise
 
@@ -101,10 +101,6 @@ class SearchEngine:
 
 def status_of(error: BaseException) -> int | None:
     """The HTTP status an exception of either client carries, if any."""
-    return _status(error)
-
-
-def _status(error: BaseException) -> int | None:
     for attribute in ("status_code", "status"):
         value = getattr(error, attribute, None)
         if isinstance(value, int):
