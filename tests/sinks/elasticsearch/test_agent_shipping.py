@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
+from opensearchpy.exceptions import TransportError
+
+from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine, status_of
 from tests.agent.harness import plog_line, plog_path
 from tests.opensearch_node.launcher import RunningNode
 from tests.sinks.elasticsearch.conftest import journal_counts
@@ -76,8 +78,16 @@ def start_agent(config: Path) -> subprocess.Popen[bytes]:
 
 
 def stream_counts(engine: SearchEngine, namespace: str) -> tuple[int, int]:
-    records = engine.count(f"logs-ascend.plog-{namespace},logs-ascend.device-{namespace}")
-    return records, engine.count(f"logs-ascend.events-{namespace}")
+    # A backing index the agent has just created answers 503 until its shard has started.
+    for _ in range(50):
+        try:
+            records = engine.count(f"logs-ascend.plog-{namespace},logs-ascend.device-{namespace}")
+            return records, engine.count(f"logs-ascend.events-{namespace}")
+        except TransportError as error:
+            if status_of(error) != 503:
+                raise
+            time.sleep(0.2)
+    raise AssertionError("the data streams kept answering 503 for 10 s")
 
 
 def test_setup_installs_the_template_and_check_reports_what_is_missing(
@@ -139,4 +149,5 @@ def test_kill_9_while_shipping_loses_nothing_and_duplicates_nothing(
     finally:
         if agent.poll() is None:
             agent.kill()
+            agent.wait()
         engine.close()
