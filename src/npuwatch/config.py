@@ -40,8 +40,10 @@ __all__ = [
     "ConfigProblem",
     "ConfigUnreadable",
     "ConsoleSinkSection",
+    "DevicesSection",
     "Duration",
     "JournalSection",
+    "ProfilingSection",
     "RulesSection",
     "SinksSection",
     "SourcesSection",
@@ -182,6 +184,75 @@ class RulesSection(BaseModel):
     )
     reload_interval: Duration = Field(
         default=5.0, gt=0, description="how often rule files are checked for changes"
+    )
+
+
+class DevicesSection(BaseModel):
+    """Device telemetry: `npu-smi info` polled into ascend_npu_* gauges and journal entries."""
+
+    model_config = _STRICT
+
+    enabled: bool = Field(
+        default=True,
+        description="poll npu-smi; on a host without it polling turns itself off with one log line",
+    )
+    npu_smi_command: str = Field(
+        default="npu-smi info",
+        description="the command to run, split like a shell would (a full path when npu-smi "
+        "is not on the agent's PATH, e.g. /usr/local/sbin/npu-smi info)",
+    )
+    interval: Duration = Field(
+        default=30.0, ge=1, description="how often npu-smi is run (it takes ~1 s on 8 cards)"
+    )
+    timeout: Duration = Field(
+        default=10.0, gt=0, description="a run taking longer counts as failed (a hung device)"
+    )
+    journal: bool = Field(
+        default=True,
+        description="write each reading to the journal as device entries (shipped to "
+        "logs-ascend.device-<namespace>, next to the logs of the same minute)",
+    )
+
+    @field_validator("npu_smi_command")
+    @classmethod
+    def _command_is_not_empty(cls, value: str) -> str:
+        from npuwatch.collector.npu_smi_command import split_command  # noqa: PLC0415
+
+        split_command(value)
+        return value
+
+
+class ProfilingSection(BaseModel):
+    """Profiling runs (msprof PROF_* folders, torch_npu *_ascend_pt folders) imported by the
+    agent once complete: their operators into the journal (logs-ascend.profiling-<namespace>)
+    and operator, step and AI Core figures into ascend_op_* and ascend_profiling_* gauges."""
+
+    model_config = _STRICT
+
+    paths: list[Path] = Field(
+        default=[],
+        description="folders profiling runs are written to (the torch_npu profiler's "
+        "dir_name, msprof's --output); every run found under them is imported once",
+        examples=[["/data/profiling"]],
+    )
+    settle: Duration = Field(
+        default=60.0,
+        gt=0,
+        description="a run is complete when it has analyse.done, or when none of its files "
+        "changed for this long",
+    )
+    scan_interval: Duration = Field(
+        default=30.0, gt=0, description="how often the folders are searched for new runs"
+    )
+    top_operator_types: int = Field(
+        default=20,
+        ge=1,
+        le=200,
+        description="operator types exported as ascend_op_duration_seconds{op_type} (the "
+        "slowest ones of the latest run; a bound on the series Prometheus stores)",
+    )
+    journal: bool = Field(
+        default=True, description="write the operators of each imported run to the journal"
     )
 
 
@@ -348,6 +419,8 @@ class Config(BaseModel):
     sources: SourcesSection = Field(default_factory=SourcesSection)
     rules: RulesSection = Field(default_factory=RulesSection)
     journal: JournalSection = Field(default_factory=JournalSection)
+    devices: DevicesSection = Field(default_factory=DevicesSection)
+    profiling: ProfilingSection = Field(default_factory=ProfilingSection)
     sinks: SinksSection = Field(default_factory=SinksSection)
 
     def journal_path(self) -> Path:

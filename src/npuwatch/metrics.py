@@ -127,6 +127,25 @@ class SelfMetrics:
             registry=r,
         )
 
+        self.npu_smi_polls = Counter(
+            "npuwatch_npu_smi_polls",
+            "Runs of npu-smi by result: ok, failed (non-zero exit, timeout, no output), "
+            "unreadable (output without a single chip row).",
+            ["result"],
+            registry=r,
+        )
+        self.npu_smi_up = Gauge(
+            "npuwatch_npu_smi_up",
+            "1 when the last npu-smi poll gave device readings, 0 when it failed (absent while "
+            "polling is disabled).",
+            registry=r,
+        )
+        self.npu_smi_last_success = Gauge(
+            "npuwatch_npu_smi_last_success_timestamp_seconds",
+            "When npu-smi last gave device readings (Unix time).",
+            registry=r,
+        )
+
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """The current value of a sample by its exposed name (for tests and the status line)."""
         result = self.registry.get_sample_value(name, labels or {})

@@ -28,6 +28,10 @@ LogKind = Literal[
 (device), the device control CPU (device-os), an app on the device (device-app), fault events
 (event), NPU firmware (firmware), the log daemon's own log (slogd), or anything else."""
 
+TelemetryKind = Literal["npu-smi", "profiling"]
+"""Entries the agent writes itself rather than reads from a log file: device readings polled
+from `npu-smi info`, and operators of an imported profiling run."""
+
 LogChannel = Literal["debug", "run", "security"]
 """CANN's three log channels: debug (level set by ASCEND_GLOBAL_LOG_LEVEL), run and security."""
 
@@ -162,6 +166,8 @@ class Record:
     continuation: str | None = None
     """Lines after the first, joined by newlines (carriage returns removed)."""
     body_parser: Callable[[Record, str], None] | None = None
+    ascend_extra: dict[str, Any] | None = None
+    """Fields under `ascend.` that only telemetry entries carry (`npu`, `profiling`)."""
 
     def __init__(self, original: str, fmt: str) -> None:
         self.original = original
@@ -256,6 +262,8 @@ class Record:
         )
         if file_info:
             ascend["file"] = file_info
+        if self.ascend_extra:
+            ascend.update(self.ascend_extra)
         doc["ascend"] = ascend
         return doc
 
@@ -375,8 +383,53 @@ class AscendFile(_Schema):
     created: AwareDatetime | None = Field(None, description="Creation time from the file name.")
 
 
+class NpuMemory(_Schema):
+    used_bytes: int | None = Field(None, ge=0)
+    total_bytes: int | None = Field(None, ge=0)
+
+
+class NpuProcessEntry(_Schema):
+    pid: int
+    name: str
+    memory_bytes: int | None = Field(None, ge=0)
+    container_pid: int | None = None
+
+
+class NpuReading(_Schema):
+    """One chip as one `npu-smi info` call reported it (device entries only)."""
+
+    id: int = Field(description="NPU id, as npu-smi numbers the cards.")
+    chip: int = Field(description="Chip (die) id on the NPU.")
+    name: str = Field(description="Chip name: 910B3, Ascend910, 310P3, ...")
+    health: str = Field(description="OK, Warning, Alarm, Critical, ...")
+    power_watts: float | None = None
+    temperature_celsius: float | None = None
+    aicore_ratio: float | None = Field(None, ge=0, description="AI Core busy, 0 to 1.")
+    hbm: NpuMemory | None = None
+    memory: NpuMemory | None = None
+    bus_id: str | None = None
+    device_id: int | None = Field(None, description="Logic id (inference cards).")
+    phy_id: int | None = Field(None, description="Physical id (A3 servers).")
+    processes: list[NpuProcessEntry] | None = None
+    driver_version: str | None = None
+
+
+class ProfilingOperator(_Schema):
+    """One operator of an imported profiling run, summed over the run (profiling entries)."""
+
+    run: str = Field(description="The profiling run's folder name.")
+    name: str = Field(description="Operator (kernel) name.")
+    type: str | None = Field(None, description="Operator type: MatMulV2, Cast, ...")
+    task_type: str | None = Field(None, description="AI_CORE, AI_VECTOR_CORE, HCCL, ...")
+    count: int = Field(ge=0, description="Launches in the run.")
+    total_us: float = Field(ge=0, description="Summed duration, microseconds.")
+    avg_us: float | None = None
+    min_us: float | None = None
+    max_us: float | None = None
+
+
 class Ascend(_Schema):
-    kind: LogKind | None = None
+    kind: LogKind | TelemetryKind | None = None
     channel: LogChannel | None = None
     device: int | None = Field(None, description="NPU (logical) id.")
     rank: int | None = Field(None, description="Rank in the collective job.")
@@ -402,6 +455,10 @@ class Ascend(_Schema):
     end_offset: int | None = Field(None, ge=0, description="Byte offset just after the record.")
     file: AscendFile | None = None
     finding: Finding | None = Field(None, description="What a rule found (events only).")
+    npu: NpuReading | None = Field(None, description="A device reading (npu-smi entries).")
+    profiling: ProfilingOperator | None = Field(
+        None, description="An operator of a profiling run (profiling entries)."
+    )
 
 
 class LogRecord(_Schema):

@@ -52,6 +52,8 @@ def fast_config(logs: Path, state: Path, **sources: Any) -> Config:
             "agent": {"state_directory": str(state), "host_name": "node-1", "timezone": "UTC"},
             "sources": settings,
             "journal": {"commit_interval": 0.05, "sync": "normal"},
+            # Device polling has tests of its own (tests/collector/test_npu_smi_poller.py).
+            "devices": {"enabled": False},
             # A port of its own for each agent: tests start many, some at once.
             "sinks": {"prometheus": {"listen": "127.0.0.1:0"}},
         }

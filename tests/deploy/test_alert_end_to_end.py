@@ -44,6 +44,7 @@ from tests.deploy.prometheus_stack import (
     write_alertmanager_config,
     write_prometheus_config,
 )
+from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples, table_only, with_hbm_used
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +58,12 @@ FIRING_WITHIN = 120.0
 """Seconds from writing the line to the alert firing in Prometheus (expected: about 65)."""
 DELIVERED_WITHIN = 150.0
 """Seconds from writing the line to Alertmanager posting the alert to the webhook."""
+HBM_ALERT = "AscendNpuHbmPressure"
+HBM_USED_MB = 62259
+"""Of 65536 MiB: 95%."""
+HBM_FIRING_WITHIN = 420.0
+"""Seconds from the agent's start to AscendNpuHbmPressure firing: its `for: 5m`, the first
+poll and scrape, and slack (expected: about 305)."""
 
 CANN_TIME = re.compile(r"\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}\.\d{3}")
 
@@ -107,6 +114,8 @@ class Stack:
     plog: Path
     webhook: WebhookReceiver
     processes: list[LoggedProcess] = field(default_factory=list)
+    agent_started: float = 0.0
+    """When the agent process was started (time.monotonic)."""
 
     def diagnostics(self) -> str:
         """What each part saw, for a failure message."""
@@ -119,8 +128,9 @@ class Stack:
             body = fetch(self.agent_url).decode()
         except OSError as error:
             return f"agent /metrics: {error}"
-        counted = [line for line in body.splitlines() if line.startswith("ascend_rule_events")]
-        return "agent's ascend_rule_events_total:\n  " + ("\n  ".join(counted) or "(none)")
+        prefixes = ("ascend_rule_events", "ascend_npu_hbm", "npuwatch_npu_smi")
+        counted = [line for line in body.splitlines() if line.startswith(prefixes)]
+        return "agent's rule events and device metrics:\n  " + ("\n  ".join(counted) or "(none)")
 
     def _prometheus_alerts(self) -> str:
         try:
@@ -138,7 +148,14 @@ class Stack:
 
 
 def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
-    """The agent on a log tree where a training process (pid 3300) is already logging."""
+    """The agent on a log tree where a training process (pid 3300) is already logging, on a
+    host whose NPU 0 has 95% of its HBM in use (the fake npu-smi replays real sample 1.1 of the
+    formats doc with that one value changed)."""
+    npu_smi_output = folder / "npu-smi.out"
+    npu_smi_output.write_text(
+        with_hbm_used(table_only(load_doc_samples()["1.1"]), npu=0, used_mb=HBM_USED_MB),
+        encoding="utf-8",
+    )
     logs, state = folder / "logs", folder / "state"
     plog_folder = logs / "debug" / "plog"
     plog_folder.mkdir(parents=True)
@@ -151,12 +168,17 @@ def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
         'timezone = "UTC"\n'  # the zone the test writes CANN's times in
         "[sources]\n"
         f"roots = [{json.dumps(str(logs))}]\n"
+        "[devices]\n"
+        f"npu_smi_command = {json.dumps(f'{FAKE_NPU_SMI} info')}\n"
+        'interval = "2s"\n'
         "[sinks.prometheus]\n"
         f'listen = "127.0.0.1:{port}"\n',
         encoding="utf-8",
     )
     command = [sys.executable, "-m", "npuwatch", "agent", "--config", str(config)]
-    return LoggedProcess("npuwatch agent", command, folder / "agent.log", agent_environment())
+    environment = agent_environment()
+    environment["NPUWATCH_FAKE_NPU_SMI_OUTPUT"] = str(npu_smi_output)
+    return LoggedProcess("npuwatch agent", command, folder / "agent.log", environment)
 
 
 def plog_path(folder: Path, started: datetime) -> Path:
@@ -201,6 +223,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 folder / "alertmanager.log",
             )
         )
+        stack.agent_started = time.monotonic()
         agent = run(start_agent(folder, agent_port, started))
         write_prometheus_config(folder / "prometheus.yml", agent_port, alertmanager_port)
         backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=600)
@@ -296,3 +319,45 @@ def test_alertmanager_posts_the_firing_alert_to_the_critical_webhook(
     assert alert["labels"]["severity"] == "critical"
     assert alert["labels"]["instance"] == INSTANCE
     assert alert["annotations"]["summary"] == f"HCCL timeout on {INSTANCE} ({RULE})"
+
+
+def test_an_npu_at_95_percent_hbm_fires_ascend_npu_hbm_pressure_after_five_minutes(
+    stack: Stack,
+) -> None:
+    def firing() -> dict[str, Any] | None:
+        alerts = fetch_json(f"{stack.prometheus_url}/api/v1/alerts")["data"]["alerts"]
+        for alert in alerts:
+            if alert["labels"]["alertname"] == HBM_ALERT and alert["state"] == "firing":
+                return alert
+        return None
+
+    pressure = fetch(stack.agent_url).decode()
+    assert 'ascend_npu_hbm_used_bytes{chip="0",name="910B1",npu="0"}' in pressure, (
+        stack.diagnostics()
+    )
+    alert, _ = poll(firing, seconds_left(stack.agent_started, HBM_FIRING_WITHIN))
+    took = time.monotonic() - stack.agent_started
+    assert alert is not None, (
+        f"{HBM_ALERT} was not firing {took:.0f} s after the agent started\n{stack.diagnostics()}"
+    )
+    print(f"{HBM_ALERT} firing in Prometheus {took:.1f} s after the agent started")
+    assert alert["labels"] == {
+        "alertname": HBM_ALERT,
+        "severity": "warning",
+        "job": "npuwatch",
+        "instance": INSTANCE,
+        "npu": "0",
+        "chip": "0",
+        "name": "910B1",
+    }
+    assert alert["annotations"]["summary"] == f"HBM 95% full on NPU 0 chip 0 of {INSTANCE}"
+
+    def delivered() -> str | None:
+        for path, payload in stack.webhook.posts():
+            for posted in payload.get("alerts", []) if isinstance(payload, dict) else []:
+                if posted["labels"].get("alertname") == HBM_ALERT:
+                    return path
+        return None
+
+    path, _ = poll(delivered, 30)
+    assert path == "/npuwatch/warning", stack.diagnostics()

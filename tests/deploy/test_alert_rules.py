@@ -45,6 +45,17 @@ EXPORTED_METRICS = {
     "npuwatch_ship_retries_total",
     "npuwatch_last_shipment_timestamp_seconds",
     "npuwatch_ship_backlog_seconds",
+    "ascend_npu_hbm_used_bytes",
+    "ascend_npu_hbm_total_bytes",
+    "ascend_npu_memory_used_bytes",
+    "ascend_npu_memory_total_bytes",
+    "ascend_npu_temperature_celsius",
+    "ascend_npu_power_watts",
+    "ascend_npu_aicore_utilization_ratio",
+    "ascend_npu_health_status",
+    "npuwatch_npu_smi_up",
+    "npuwatch_npu_smi_polls_total",
+    "npuwatch_npu_smi_last_success_timestamp_seconds",
 }
 """What the agent's /metrics exposes (besides Prometheus's own `up`)."""
 

@@ -23,6 +23,7 @@ from npuwatch.journal.rows import FileSource
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow
 from npuwatch.journal.store import CommitBatch, Journal, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
+from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import Record, SourceInfo
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 
@@ -196,8 +197,8 @@ class JournalStage:
             self._metrics.events.labels(row.severity).inc()
         if self._log_metrics is not None:
             for work in works:
-                if work.records:
-                    kind = work.source.kind if work.source is not None else "other"
+                kind = work.source.kind if work.source is not None else "other"
+                if work.records and kind not in TELEMETRY_KINDS:  # device readings are no logs
                     self._log_metrics.observe(work.records, kind)
             self._log_metrics.observe_events(batch.events)  # deduplicated by id already
 

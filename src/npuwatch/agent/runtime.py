@@ -12,6 +12,7 @@ anyway, which is safe because a commit is one SQLite transaction.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -23,8 +24,10 @@ from typing import TextIO
 from npuwatch.agent.journal_stage import JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
-from npuwatch.agent.rules_stage import END, RulesStage
+from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
 from npuwatch.collector.discovery import FileFilter
+from npuwatch.collector.npu_smi_command import split_command
+from npuwatch.collector.npu_smi_poller import NpuSmiPoller, PollSettings
 from npuwatch.collector.roots import discover_roots
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading, TailSettings
@@ -35,7 +38,9 @@ from npuwatch.journal.store import Journal, JournalSettings
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import ParseLimits
+from npuwatch.parsers.telemetry import DEVICE_KIND
 from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import (
     DEFAULT_PACKS,
@@ -53,6 +58,7 @@ from npuwatch.sinks.elasticsearch.settings import (
     ship_settings,
 )
 from npuwatch.sinks.elasticsearch.shipper import SearchShipper
+from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 from npuwatch.sinks.prometheus.web_config import load_web_config
@@ -164,6 +170,21 @@ class Agent:
             give_up=self._pipeline_stop,
             log_metrics=LogMetrics(self.metrics.registry),
         )
+        self.device_metrics = DeviceMetrics(self.metrics.registry)
+        self.poller: NpuSmiPoller | None = None
+        devices = config.devices
+        if devices.enabled:
+            self.poller = NpuSmiPoller(
+                PollSettings(
+                    tuple(split_command(devices.npu_smi_command)),
+                    interval_s=devices.interval,
+                    timeout_s=devices.timeout,
+                ),
+                self.device_metrics,
+                self.metrics,
+                self._journal_device_records if devices.journal else None,
+                self._reading_stop,
+            )
         self.metrics_server: MetricsServer | None = None
         exporter = config.sinks.prometheus
         if exporter.enabled:
@@ -217,6 +238,15 @@ class Agent:
         self.metrics.queue_bytes.set(queued)
         self.metrics.queue_fill.set(min(queued / (2 * self.read_queue.max_bytes), 1.0))
 
+    def _journal_device_records(self, records: list[Record]) -> None:
+        command = self.config.devices.npu_smi_command
+        source = SourceInfo(path=command, host=self.host, kind=DEVICE_KIND)
+        size = sum(len(record.original) for record in records)
+        work = JournalWork(f"{DEVICE_KIND}@{self.host}", source, records, size=size)
+        # Stopping: a reading is a snapshot, and the next start takes a new one.
+        with contextlib.suppress(QueueStopped):
+            self.journal_queue.put(work, size, self._reading_stop)
+
     @property
     def workers(self) -> list[threading.Thread]:
         """The threads that must all be alive for the agent to be healthy."""
@@ -237,6 +267,8 @@ class Agent:
                 log.error("%s: metrics are not served (set [sinks.prometheus] listen)", error)
                 self.metrics_server = None
         self.journal_stage.start()
+        if self.poller is not None:
+            self.poller.start()
         self.rules.start()
         for sink in self.sinks:
             sink.start()
@@ -270,6 +302,10 @@ class Agent:
         self._reading_stop.set()
         self._wake.set()
         self.reader.thread.join(_left(deadline))
+        if self.poller is not None:
+            # Not for long: a hung npu-smi must not hold the drain, and a reading lost at
+            # shutdown is only a snapshot.
+            self.poller.thread.join(min(_left(deadline), 1.0))
         self.read_queue.put_always(END)
         self.rules.thread.join(_left(deadline))
         self.journal_stage.thread.join(_left(deadline))

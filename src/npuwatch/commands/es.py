@@ -13,8 +13,9 @@ examples:
   npuwatch es setup --flavour opensearch --host http://127.0.0.1:9200 --replicas 0
   NPUWATCH_ES_API_KEY=... npuwatch es check --host https://es.example:9200
 
-setup installs the index template of the three data streams (logs-ascend.plog-<namespace>,
-logs-ascend.device-<namespace>, logs-ascend.events-<namespace>), with mappings generated from
+setup installs the index template of the four data streams (logs-ascend.plog-<namespace>,
+logs-ascend.device-<namespace> (device logs and npu-smi readings),
+logs-ascend.profiling-<namespace>, logs-ascend.events-<namespace>), with mappings generated from
 the record schema, and the lifecycle policy that deletes data after delete_after (ILM on
 Elasticsearch, the Index State Management plugin on OpenSearch). Run it once per cluster and
 namespace, and again after an upgrade of npuwatch. check reports connectivity, version, the

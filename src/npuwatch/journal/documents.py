@@ -12,6 +12,7 @@ from functools import lru_cache
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.telemetry import TELEMETRY_KINDS, telemetry_record
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.records import Record, SourceInfo
 
@@ -40,6 +41,13 @@ def source_info(source: FileSource) -> SourceInfo:
 def to_record(stored: StoredRecord, source: FileSource) -> Record:
     """The full record for a stored one."""
     info = source_info(source)
+    if source.kind in TELEMETRY_KINDS:
+        record = telemetry_record(stored.original, source.kind)
+        record.timestamp_us = stored.timestamp_us
+        record.offset = stored.offset
+        record.end_offset = stored.end_offset
+        record.source = info
+        return record
     parsed = parse_bytes(
         stored.original.encode("utf-8"), _clock(source.timezone), path=info.path, host=info.host
     )

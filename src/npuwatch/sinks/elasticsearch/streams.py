@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
-DEVICE_KINDS = frozenset({"device", "device-os", "device-app", "firmware", "event", "slogd"})
-"""Logs written by or for the NPU side; everything else (plog, training and console logs) is
-host-side and goes to the plog stream."""
+DEVICE_KINDS = frozenset(
+    {"device", "device-os", "device-app", "firmware", "event", "slogd", "npu-smi"}
+)
+"""Logs written by or for the NPU side, and npu-smi's readings of the devices; everything else
+(plog, training and console logs) is host-side and goes to the plog stream, except operators of
+profiling runs, which have a stream of their own."""
 
 _NAMESPACE = re.compile(r"^[a-z0-9_]{1,100}$")
 
@@ -21,6 +24,8 @@ def check_namespace(namespace: str) -> str:
 
 
 def dataset_of(kind: str | None) -> str:
+    if kind == "profiling":
+        return "ascend.profiling"
     return "ascend.device" if kind in DEVICE_KINDS else "ascend.plog"
 
 
@@ -36,5 +41,6 @@ def all_streams(namespace: str) -> list[str]:
     return [
         f"logs-ascend.plog-{namespace}",
         f"logs-ascend.device-{namespace}",
+        f"logs-ascend.profiling-{namespace}",
         events_stream(namespace),
     ]

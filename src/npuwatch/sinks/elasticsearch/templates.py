@@ -48,7 +48,7 @@ def mappings() -> dict[str, Any]:
 def index_template(
     namespace: str, flavour: Flavour, shards: int = 1, replicas: int = 1
 ) -> dict[str, Any]:
-    """A composable template for the three data streams of `namespace`."""
+    """A composable template for the data streams of `namespace` (logs-ascend.*-<namespace>)."""
     check_namespace(namespace)
     settings: dict[str, Any] = {"number_of_shards": shards, "number_of_replicas": replicas}
     if flavour == "elasticsearch":

@@ -1,0 +1,91 @@
+"""Running `npu-smi info` and telling apart its three ways to fail.
+
+npu-smi is the only view of the device the host has without the driver's C API. It can be
+absent (a CPU-only host, a container without the driver mounted), it can fail (driver not
+loaded, `dcmi` errors, a hung device making it slow), or it can answer. The agent disables
+polling for the first, counts and reports the second, and parses the third.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+DEFAULT_COMMAND = ("npu-smi", "info")
+"""What the agent and `doctor` run unless told otherwise."""
+
+_STDERR_CHARS = 300
+
+
+class NpuSmiUnavailable(Exception):
+    """The command is not installed on this host (no driver, or not on PATH)."""
+
+
+class NpuSmiFailed(Exception):
+    """The command ran but gave no usable answer: a non-zero exit, a timeout, no output."""
+
+
+def split_command(command: str | Sequence[str]) -> list[str]:
+    """A configured command as an argument list (a string is split the way a shell would)."""
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    if not words:
+        raise ValueError("the npu-smi command is empty")
+    return words
+
+
+def find_executable(command: Sequence[str], path: str | None = None) -> str | None:
+    """The full path of the command's program, or None when it is not installed."""
+    program = command[0]
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) else None
+    return shutil.which(program, path=path)
+
+
+def run_npu_smi(
+    command: Sequence[str] = DEFAULT_COMMAND,
+    timeout_s: float = 10.0,
+    env: dict[str, str] | None = None,
+) -> str:
+    """The standard output of one run of `command`.
+
+    Raises NpuSmiUnavailable when the program does not exist and NpuSmiFailed when it runs
+    without answering; the message of either is one line an operator can act on.
+    """
+    program = find_executable(command, path=None if env is None else env.get("PATH"))
+    if program is None:
+        raise NpuSmiUnavailable(
+            f"{command[0]} not found (no Ascend driver on this host, or not on PATH)"
+        )
+    try:
+        done = subprocess.run(
+            [program, *command[1:]],
+            capture_output=True,
+            timeout=timeout_s,
+            env=env,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise NpuSmiFailed(
+            f"{shlex.join(command)} did not answer within {timeout_s:g} s "
+            "(a hung device or driver; check dmesg)"
+        ) from error
+    except OSError as error:
+        raise NpuSmiFailed(f"cannot run {shlex.join(command)}: {error.strerror}") from error
+    stdout = done.stdout.decode("utf-8", errors="replace")
+    if done.returncode != 0:
+        detail = _one_line(done.stderr.decode("utf-8", errors="replace") or stdout)
+        raise NpuSmiFailed(
+            f"{shlex.join(command)} exited with status {done.returncode}"
+            + (f": {detail}" if detail else "")
+        )
+    if not stdout.strip():
+        raise NpuSmiFailed(f"{shlex.join(command)} printed nothing")
+    return stdout
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _STDERR_CHARS else line[: _STDERR_CHARS - 1] + "…"
