@@ -1,0 +1,189 @@
+"""The Environment checks: CANN toolkit, driver, firmware, torch and torch_npu."""
+
+from __future__ import annotations
+
+import re
+
+from npuwatch.analysis.doctor.host import Host
+from npuwatch.analysis.doctor.report import Check, Status
+from npuwatch.analysis.doctor.versions import (
+    TOOLKIT_HOME,
+    ToolkitFolder,
+    VersionFile,
+    read_version_file,
+)
+
+DRIVER_VERSION_FILE = "/usr/local/Ascend/driver/version.info"
+FIRMWARE_VERSION_FILE = "/usr/local/Ascend/firmware/version.info"
+_SET_ENV = f"source {TOOLKIT_HOME}/set_env.sh"
+_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
+
+
+def toolkit_check(folders: list[ToolkitFolder]) -> Check:
+    """Which CANN toolkit is installed, where, and whether the environment names a real one."""
+    installs = [folder.found for folder in folders if folder.found is not None]
+    facts: dict[str, object] = {
+        "version": installs[0].version if installs else None,
+        "installations": [
+            {
+                "folder": str(folder.folder),
+                "named_by": folder.named_by,
+                "version": folder.found.version if folder.found else None,
+                "version_file": str(folder.found.path) if folder.found else None,
+            }
+            for folder in folders
+            if folder.exists
+        ],
+    }
+
+    def check(status: Status, detail: str, action: str | None = None) -> Check:
+        return Check("cann.toolkit", "environment", "CANN toolkit", status, detail, action, facts)
+
+    missing = [f for f in folders if not f.exists and f.named_by.startswith(("$", "--"))]
+    if missing:
+        named = missing[0]
+        installed = f" (installed: {_describe(installs[0])})" if installs else ""
+        return check(
+            "warn",
+            f"{named.named_by} names {named.folder}, which does not exist{installed}",
+            f"{_SET_ENV} (the set_env.sh of an installed toolkit) in the job's shell",
+        )
+    if not installs:
+        empty = [f for f in folders if f.exists]
+        if empty:
+            return check(
+                "warn",
+                f"{empty[0].folder} has no version.cfg or *_install.info: an incomplete install?",
+                "reinstall the CANN toolkit package (Ascend-cann-toolkit_*.run --install)",
+            )
+        looked = ", ".join(str(f.folder) for f in folders)
+        return check("absent", f"not found (looked in {looked})")
+    detail = _describe(installs[0])
+    others = sorted({found.version for found in installs[1:]} - {installs[0].version})
+    if others:
+        detail += f"; also installed: {', '.join(others)}"
+    return check("ok", detail)
+
+
+def _describe(found: VersionFile) -> str:
+    return f"{found.version} ({found.path})"
+
+
+def driver_check(host: Host, npu_smi_driver: str | None) -> Check:
+    """The installed driver (version.info) and the one npu-smi reports, which should agree."""
+    installed = read_version_file(host.at(DRIVER_VERSION_FILE))
+    facts: dict[str, object] = {
+        "version": installed.version if installed else npu_smi_driver,
+        "version_file": str(installed.path) if installed else None,
+        "npu_smi_version": npu_smi_driver,
+    }
+    if installed is None and npu_smi_driver is None:
+        return Check(
+            "cann.driver",
+            "environment",
+            "driver",
+            "absent",
+            f"not found — no {DRIVER_VERSION_FILE} and no version from npu-smi",
+            facts=facts,
+        )
+    if installed is None:
+        assert npu_smi_driver is not None
+        return Check(
+            "cann.driver",
+            "environment",
+            "driver",
+            "ok",
+            f"{npu_smi_driver} (from npu-smi; no {DRIVER_VERSION_FILE} here)",
+            facts=facts,
+        )
+    if npu_smi_driver is not None and npu_smi_driver.lower() != installed.version.lower():
+        return Check(
+            "cann.driver",
+            "environment",
+            "driver",
+            "warn",
+            f"{_describe(installed)} is installed, but npu-smi reports {npu_smi_driver}",
+            action="reboot (or reload the driver) so that the running driver is the installed one",
+            facts=facts,
+        )
+    agreed = "; npu-smi agrees" if npu_smi_driver is not None else ""
+    detail = _describe(installed) + agreed
+    return Check("cann.driver", "environment", "driver", "ok", detail, facts=facts)
+
+
+def firmware_check(host: Host, container: str | None) -> Check:
+    found = read_version_file(host.at(FIRMWARE_VERSION_FILE))
+    facts: dict[str, object] = {
+        "version": found.version if found else None,
+        "version_file": str(found.path) if found else None,
+    }
+    if found is None:
+        where = " (containers seldom mount it)" if container else ""
+        return Check(
+            "cann.firmware",
+            "environment",
+            "firmware",
+            "absent",
+            f"not found — no {FIRMWARE_VERSION_FILE}{where}",
+            facts=facts,
+        )
+    return Check("cann.firmware", "environment", "firmware", "ok", _describe(found), facts=facts)
+
+
+def framework_checks(host: Host) -> list[Check]:
+    """torch and torch_npu as installed in doctor's Python (read from metadata, not imported)."""
+    torch = host.package_version("torch")
+    torch_npu = host.package_version("torch_npu")
+    where = f"in {host.python}"
+    torch_check = Check(
+        "framework.torch",
+        "environment",
+        "torch",
+        "ok" if torch else "absent",
+        f"{torch} ({where})" if torch else f"not installed ({where})",
+        facts={"version": torch, "python": host.python},
+    )
+    facts: dict[str, object] = {"version": torch_npu, "python": host.python}
+    if torch_npu is None:
+        detail = f"not installed ({where})" + ("; torch runs on the CPU only" if torch else "")
+        npu_check = Check(
+            "framework.torch_npu", "environment", "torch_npu", "absent", detail, facts=facts
+        )
+        return [torch_check, npu_check]
+    if torch is None:
+        npu_check = Check(
+            "framework.torch_npu",
+            "environment",
+            "torch_npu",
+            "fail",
+            f"{torch_npu} is installed but torch is not ({where}): import torch_npu fails",
+            action=f"pip install torch=={_series(torch_npu)}.* (the torch torch_npu is built for)",
+            facts=facts,
+        )
+        return [torch_check, npu_check]
+    if _series(torch_npu) != _series(torch):
+        npu_check = Check(
+            "framework.torch_npu",
+            "environment",
+            "torch_npu",
+            "fail",
+            f"{torch_npu} is built for torch {_series(torch_npu)}, but torch is {torch} ({where})",
+            action=f"pip install torch_npu=={_series(torch)}.* (the release for torch {torch})",
+            facts=facts,
+        )
+        return [torch_check, npu_check]
+    npu_check = Check(
+        "framework.torch_npu",
+        "environment",
+        "torch_npu",
+        "ok",
+        f"{torch_npu} (for torch {_series(torch)}, {where})",
+        facts=facts,
+    )
+    return [torch_check, npu_check]
+
+
+def _series(version: str) -> str:
+    """`2.1` of 2.1.0.post3 or 2.1.0+cpu: torch_npu releases follow torch's major.minor."""
+    match = _MAJOR_MINOR.match(version)
+    return f"{match[1]}.{match[2]}" if match else version

@@ -1,0 +1,41 @@
+"""`npuwatch doctor`: check this host's Ascend environment, devices and logs, and report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from npuwatch.analysis.doctor.diagnosis import diagnose
+from npuwatch.analysis.doctor.host import DoctorOptions, Host
+from npuwatch.analysis.doctor.render import as_json, as_text
+from npuwatch.collector.npu_smi_command import split_command
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.terminal import Palette, wants_colour
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    diagnosis = diagnose(Host(environ=os.environ), options_from(args))
+    out = sys.stdout
+    out.write(as_json(diagnosis) if args.json else as_text(diagnosis, Palette(wants_colour(out))))
+    return EXIT_FINDINGS if diagnosis.has_findings else EXIT_OK
+
+
+def options_from(args: argparse.Namespace) -> DoctorOptions:
+    """The options, checked: a folder the user named must exist (a typo is no diagnosis)."""
+    try:
+        command = split_command(args.npu_smi)
+    except ValueError as problem:
+        fail(f"--npu-smi {args.npu_smi!r}: {problem} (give a command such as 'npu-smi info')")
+    if not args.sample_seconds >= 0:
+        fail(f"--sample-seconds {args.sample_seconds:g}: give 0 (skip) or a number of seconds")
+    for option, path in (("--toolkit", args.toolkit), ("--log-dir", args.log_dir)):
+        if path is not None and not Path(path).is_dir():
+            fail(f"{option} {path}: no such folder (check the path)")
+    return DoctorOptions(
+        npu_smi=command,
+        toolkit=args.toolkit,
+        log_dir=args.log_dir,
+        sample_seconds=args.sample_seconds,
+    )
