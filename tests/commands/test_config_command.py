@@ -10,6 +10,7 @@ import pytest
 import npuwatch.commands.config_run
 import npuwatch.config
 from npuwatch.cli import main
+from tests.npu_smi_samples import FAKE_NPU_SMI
 
 
 @pytest.fixture(autouse=True)
@@ -42,8 +43,26 @@ def test_check_of_a_valid_file_prints_ok_the_journal_and_the_log_roots(
         "host: node-7",
         f"journal: {tmp_path / 'journal'}",
         f"log root: {logs}",
+        "device telemetry: off: npu-smi not found (no driver here? set devices.npu_smi_command)",
     ]
     assert captured.err == ""
+
+
+def test_check_says_which_npu_smi_the_agent_polls_and_where_profiling_runs_are_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "profiling"
+    path = write(
+        tmp_path,
+        f'[agent]\nstate_directory = "{tmp_path}"\n'
+        f'[devices]\nnpu_smi_command = "{FAKE_NPU_SMI} info"\ninterval = "1m"\n'
+        f'[profiling]\npaths = ["{runs}", "{tmp_path}"]\n',
+    )
+    assert main(["config", "check", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"device telemetry: {FAKE_NPU_SMI} info every 1m" in lines
+    assert f"profiling runs: {runs} (does not exist yet: runs are found once it does)" in lines
+    assert f"profiling runs: {tmp_path}" in lines
 
 
 def test_check_says_when_no_log_root_exists_yet(

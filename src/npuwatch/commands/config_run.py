@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import socket
 import sys
 from pathlib import Path
 
+from npuwatch.collector.npu_smi_command import find_executable, split_command
 from npuwatch.collector.roots import discover_roots
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from npuwatch.config import (
@@ -17,6 +19,7 @@ from npuwatch.config import (
     ConfigUnreadable,
     config_path_from,
     example_config,
+    format_duration,
     load_config,
 )
 
@@ -56,6 +59,21 @@ def _describe(config: Config) -> None:
             "log roots: none yet ($ASCEND_PROCESS_LOG_PATH, ~/ascend/log of sources.users and "
             "/var/log/npu/slog do not exist); set sources.roots to choose\n"
         )
+    out.write(f"device telemetry: {_device_telemetry(config)}\n")
+    for folder in config.profiling.paths:
+        state = "" if folder.is_dir() else " (does not exist yet: runs are found once it does)"
+        out.write(f"profiling runs: {folder}{state}\n")
+
+
+def _device_telemetry(config: Config) -> str:
+    devices = config.devices
+    if not devices.enabled:
+        return "off (devices.enabled = false)"
+    command = split_command(devices.npu_smi_command)
+    program = find_executable(command)
+    if program is None:
+        return f"off: {command[0]} not found (no driver here? set devices.npu_smi_command)"
+    return f"{shlex.join([program, *command[1:]])} every {format_duration(devices.interval)}"
 
 
 def run_config_example(args: argparse.Namespace) -> int:
