@@ -1,0 +1,90 @@
+"""Splitting a CSV text into its header and its well-formed rows, keeping their line numbers.
+
+The csv module walks the text once and finds each row's fields (quoted commas and line breaks
+included); a row whose field count differs from the header's is reported and dropped. What
+stays is the original text of the good rows, for pandas' C parser to convert in one go, and the
+line where each of them starts, for the problems found later. Blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+MAX_PROBLEMS_PER_FILE = 20
+"""Problems listed one by one for a file; the rest are counted in one last line."""
+
+
+class ProblemList:
+    """The problems of one file (`file:line: what`), listed up to a limit and counted beyond."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._lines: list[str] = []
+        self._more = 0
+
+    def add(self, line: int, message: str) -> None:
+        if len(self._lines) < MAX_PROBLEMS_PER_FILE:
+            self._lines.append(f"{self._source}:{line}: {message}")
+        else:
+            self._more += 1
+
+    def finish(self) -> list[str]:
+        if self._more:
+            return [*self._lines, f"{self._source}: {self._more} more problems not listed"]
+        return list(self._lines)
+
+
+@dataclass
+class CsvRows:
+    """The header cells, and the text and first line number of every well-formed row."""
+
+    header: list[str] | None = None
+    header_line: int = 0
+    body: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+
+
+def split_rows(text: str, problems: ProblemList) -> CsvRows:
+    """The header and the rows with as many fields as it; the others become problems."""
+    consumed: list[str] = []
+
+    def physical_lines() -> Iterator[str]:
+        for line in io.StringIO(text, newline=""):
+            consumed.append(line)
+            yield line
+
+    reader = csv.reader(physical_lines(), skipinitialspace=True)
+    rows = CsvRows()
+    while True:
+        first_line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as failure:
+            problems.add(first_line, f"unreadable CSV ({failure}); rest of the file skipped")
+            break
+        raw = "".join(consumed)
+        consumed.clear()
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if rows.header is None:
+            rows.header, rows.header_line = row, first_line
+        elif len(row) == len(rows.header):
+            rows.body.append(raw if raw.endswith(("\n", "\r")) else raw + "\n")
+            rows.lines.append(first_line)
+        else:
+            problems.add(
+                first_line,
+                f"{len(row)} fields where the header has {len(rows.header)}; row skipped",
+            )
+    return rows
+
+
+def parse_rows(body: str) -> list[list[str]]:
+    """The fields of rows already known to be well formed (the fallback when pandas' parser
+    reads them differently from the csv module)."""
+    return list(csv.reader(io.StringIO(body, newline=""), skipinitialspace=True))
