@@ -146,6 +146,14 @@ class SelfMetrics:
             registry=r,
         )
 
+        self.profiling_runs = Counter(
+            "npuwatch_profiling_runs",
+            "Profiling runs found complete and imported, by result: ok, empty (no operators "
+            "or steps), failed (unreadable; tried again when its files change).",
+            ["result"],
+            registry=r,
+        )
+
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """The current value of a sample by its exposed name (for tests and the status line)."""
         result = self.registry.get_sample_value(name, labels or {})

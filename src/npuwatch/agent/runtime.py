@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import TextIO
 
 from npuwatch.agent.journal_stage import JournalStage, JournalTiming
+from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
 from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
 from npuwatch.collector.discovery import FileFilter
 from npuwatch.collector.npu_smi_command import split_command
 from npuwatch.collector.npu_smi_poller import NpuSmiPoller, PollSettings
+from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
 from npuwatch.collector.roots import discover_roots
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading, TailSettings
@@ -37,8 +39,9 @@ from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.store import Journal, JournalSettings
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
+from npuwatch.parsers.profiling.layout import find_profile_runs
 from npuwatch.parsers.stream import ParseLimits
-from npuwatch.parsers.telemetry import DEVICE_KIND
+from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
@@ -61,6 +64,7 @@ from npuwatch.sinks.elasticsearch.shipper import SearchShipper
 from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
+from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
 from npuwatch.sinks.prometheus.web_config import load_web_config
 
 log = logging.getLogger("npuwatch.agent")
@@ -185,6 +189,24 @@ class Agent:
                 self._journal_device_records if devices.journal else None,
                 self._reading_stop,
             )
+        self.profiling_metrics = ProfilingMetrics(
+            self.metrics.registry, top=config.profiling.top_operator_types
+        )
+        self.importer: ProfilingImporter | None = None
+        profiling = config.profiling
+        if profiling.paths:
+            self.importer = ProfilingImporter(
+                ImportSettings(tuple(profiling.paths), scan_interval_s=profiling.scan_interval),
+                RunTracker(
+                    find_profile_runs,
+                    ImportedRuns(state / "profiling-imported.json"),
+                    settle_s=profiling.settle,
+                ),
+                self.profiling_metrics,
+                self.metrics,
+                self._journal_profiling_records if profiling.journal else None,
+                self._reading_stop,
+            )
         self.metrics_server: MetricsServer | None = None
         exporter = config.sinks.prometheus
         if exporter.enabled:
@@ -241,9 +263,20 @@ class Agent:
     def _journal_device_records(self, records: list[Record]) -> None:
         command = self.config.devices.npu_smi_command
         source = SourceInfo(path=command, host=self.host, kind=DEVICE_KIND)
+        self._journal_entries(f"{DEVICE_KIND}@{self.host}", source, records)
+
+    def _journal_profiling_records(
+        self, key: str, folder: Path, device: int | None, records: list[Record]
+    ) -> None:
+        source = SourceInfo(path=str(folder), host=self.host, kind=PROFILING_KIND, device=device)
+        self._journal_entries(f"{PROFILING_KIND}@{self.host}:{key}", source, records)
+
+    def _journal_entries(self, key: str, source: SourceInfo, records: list[Record]) -> None:
+        """Telemetry entries (no file offsets to commit) straight to the journal thread."""
         size = sum(len(record.original) for record in records)
-        work = JournalWork(f"{DEVICE_KIND}@{self.host}", source, records, size=size)
-        # Stopping: a reading is a snapshot, and the next start takes a new one.
+        work = JournalWork(key, source, records, size=size)
+        # Stopping: a device reading is a snapshot (the next start takes a new one), and a
+        # profiling run not yet written is imported again at the next start.
         with contextlib.suppress(QueueStopped):
             self.journal_queue.put(work, size, self._reading_stop)
 
@@ -269,6 +302,8 @@ class Agent:
         self.journal_stage.start()
         if self.poller is not None:
             self.poller.start()
+        if self.importer is not None:
+            self.importer.start()
         self.rules.start()
         for sink in self.sinks:
             sink.start()
@@ -302,10 +337,11 @@ class Agent:
         self._reading_stop.set()
         self._wake.set()
         self.reader.thread.join(_left(deadline))
-        if self.poller is not None:
-            # Not for long: a hung npu-smi must not hold the drain, and a reading lost at
-            # shutdown is only a snapshot.
-            self.poller.thread.join(min(_left(deadline), 1.0))
+        # Not for long: a hung npu-smi or a big run being read must not hold the drain; a
+        # reading is a snapshot, and a run not yet journaled is imported at the next start.
+        for telemetry in (self.poller, self.importer):
+            if telemetry is not None and telemetry.thread.is_alive():
+                telemetry.thread.join(min(_left(deadline), 1.0))
         self.read_queue.put_always(END)
         self.rules.thread.join(_left(deadline))
         self.journal_stage.thread.join(_left(deadline))

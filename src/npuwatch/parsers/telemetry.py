@@ -49,7 +49,7 @@ def device_records(report: NpuSmiReport, when_us: int) -> list[Record]:
 
 
 def profiling_records(
-    operators: Iterable[Mapping[str, Any]], run: str, device: int | None, when_us: int
+    operators: Iterable[Mapping[Any, Any]], run: str, device: int | None, when_us: int
 ) -> list[Record]:
     """One record per operator of a profiling run (`operators`: rows of the run's operator
     table, slowest first), all at `when_us` (when the run was taken); offsets are positions."""
