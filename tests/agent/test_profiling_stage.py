@@ -50,7 +50,7 @@ class Rig:
             self.metrics,
             lambda *entry: self.delivered.append(entry),
             threading.Event(),
-            load=load,
+            **({} if load is None else {"load": load}),
             wall=clock,
         )
 
