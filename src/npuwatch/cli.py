@@ -29,6 +29,7 @@ _ARGUMENTS = {
     "grep": "npuwatch.commands.grep:add_grep_command",
     "es": "npuwatch.commands.es:add_es_commands",
     "profile": "npuwatch.commands.profile:add_profile_commands",
+    "baseline": "npuwatch.commands.baseline:add_baseline_commands",
     "doctor": "npuwatch.commands.doctor:add_doctor_command",
 }
 """Each command, and the function that adds its arguments (in the order --help lists them)."""

@@ -12,6 +12,7 @@ examples:
   npuwatch grep --category timeout -C 5
   npuwatch grep --events --since 1d
   npuwatch grep --code EZ9999 --json | jq -r '.process.pid'
+  npuwatch grep --baseline -i 'matmul'      # the operators of the baseline archive
 
 Answers come from the agent's journal: every record of every followed file, kept after CANN has
 deleted the plog. A question naming --level (WARNING or above) or --code is answered from the
@@ -20,6 +21,11 @@ journal's index without reading the rest. Times without a zone are this host's l
 
 Text output is the original log lines, each prefixed with its file (like grep -H); -C shows the
 records around each match, from the same file. --json prints one ECS document per record.
+
+--baseline searches the operator tables that `npuwatch baseline add` stored instead of the
+journal: PATTERN is matched against op name and op type, and each match prints as
+`<baseline>: op_name op_type task_type count total_us avg_us` (--json adds date, model,
+scenario, min_us, max_us and the file).
 
 exit status: 0 something matched, 1 nothing matched, 2 bad usage or no journal (like grep).
 """
@@ -78,5 +84,15 @@ def add_grep_command(commands: Any) -> None:
     )
     grep.add_argument(
         "--timezone", metavar="TZ", help="zone of times given without one (default: this host's)"
+    )
+    grep.add_argument(
+        "--baseline",
+        action="store_true",
+        help="search the baseline archive's operator tables (npuwatch baseline) instead",
+    )
+    grep.add_argument(
+        "--archive",
+        metavar="DIR",
+        help="with --baseline: the archive folder (default: as for npuwatch baseline)",
     )
     grep.set_defaults(handler="npuwatch.commands.grep_run:run_grep")

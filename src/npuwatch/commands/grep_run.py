@@ -4,7 +4,8 @@ This module is on the fast path of a command that is timed against `rg`, where m
 is the interpreter starting (docs/adr/0002-grep-start-up.md): what it imports at the top is the
 journal's index plan and the lightest of the standard library. The rest is imported where it is
 needed: the block codecs for -C, the record schema and the parser for --json, json for --events,
-zoneinfo for --timezone, and the configuration (pydantic) only when no --journal is given.
+zoneinfo for --timezone, the configuration (pydantic) only when no --journal is given, and
+the baseline archive's search (baseline_grep) only for --baseline.
 """
 
 from __future__ import annotations
@@ -114,6 +115,10 @@ def journal_directory(args: argparse.Namespace) -> Directory:
 
 
 def run_grep(args: argparse.Namespace) -> int:
+    if args.baseline or args.archive is not None:
+        from npuwatch.commands.baseline_grep import run_baseline_grep  # noqa: PLC0415
+
+        return run_baseline_grep(args)
     question = build_question(args, time.time())
     directory = journal_directory(args)
     if not segment_files(directory):
