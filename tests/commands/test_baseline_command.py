@@ -159,7 +159,7 @@ def test_an_existing_baseline_is_not_overwritten_without_force(
     ("prof", "model", "date", "says"),
     [
         (FIXTURES / "trees", "m", "2025-03-01", "no profiling run in"),
-        (FIXTURES / "no-such-folder", "m", "2025-03-01", "no such folder"),
+        (FIXTURES / "no-such-folder", "m", "2025-03-01", "does not exist"),
         (TORCH, "模型", "2025-03-01", "--model '模型' has no letter or digit"),
         (TORCH, "m", "01/03/2025", "give a date as YYYY-MM-DD"),
     ],

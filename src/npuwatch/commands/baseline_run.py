@@ -38,8 +38,8 @@ from npuwatch.analysis.baseline.snapshot import (
     stored_metadata,
 )
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, error, fail
-from npuwatch.parsers.profiling.run import load_profiles
-from npuwatch.terminal import Palette, ProgressLine, wants_colour
+from npuwatch.commands.profile_input import read_profile_folder
+from npuwatch.terminal import Palette, wants_colour
 
 _WARNINGS_SHOWN = 5
 
@@ -140,18 +140,7 @@ def _archive_root(args: argparse.Namespace) -> Path:
 
 def _profile(path: Path) -> Snapshot:
     """The snapshot of the profile at `path`, or a one-line error and exit 2."""
-    if not path.is_dir():
-        fail(f"{path}: no such folder; give the folder that torch_npu or msprof wrote")
-    progress = ProgressLine(sys.stderr, "reading profile")
-    try:
-        runs = load_profiles(path, progress=progress.update)
-    finally:
-        progress.close()
-    if not runs:
-        fail(
-            f"no profiling run in {path}: give a PROF_* folder, an *_ascend_pt folder, its "
-            "ASCEND_PROFILER_OUTPUT, or the folder holding them"
-        )
+    runs = read_profile_folder(path)
     problems = [problem for run in runs for problem in run.problems]
     for problem in problems[:_WARNINGS_SHOWN]:
         error(f"warning: {problem}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,34 +11,14 @@ from pathlib import Path
 from npuwatch.analysis.profile_summary import ProfileSummary, summarise_profiles
 from npuwatch.analysis.profile_text import render_profile_summary
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
-from npuwatch.parsers.profiling.run import load_profiles
-from npuwatch.terminal import Palette, ProgressLine, wants_colour
-
-_WHAT_TO_GIVE = (
-    "give an msprof PROF_* folder, a torch_npu *_ascend_pt folder, or the folder that holds "
-    "the runs of several ranks"
-)
+from npuwatch.commands.profile_input import read_profile_folder
+from npuwatch.terminal import Palette, wants_colour
 
 
 def run_summary(args: argparse.Namespace) -> int:
     root = Path(args.path)
-    if not root.exists():
-        fail(f"profile folder {root} does not exist: {_WHAT_TO_GIVE}")
-    if not root.is_dir():
-        fail(f"{root} is a file: {_WHAT_TO_GIVE}")
-    if not os.access(root, os.R_OK | os.X_OK):
-        fail(f"cannot read {root}: permission denied (run as the user that owns the profile)")
     plot = _plotter() if args.plot else None
-    progress = ProgressLine(sys.stderr, "reading profiles")
-    try:
-        runs = load_profiles(root, progress=progress.update)
-    finally:
-        progress.close()
-    if not runs:
-        fail(
-            f"no profiling run in {root}: expected PROF_*/mindstudio_profiler_output "
-            "(msprof --export=on) or *_ascend_pt/ASCEND_PROFILER_OUTPUT (torch_npu profiler)"
-        )
+    runs = read_profile_folder(root)
     if not any(run.has_data for run in runs):
         first = runs[0].problems[0] if runs[0].problems else "no kernels, statistics or steps"
         fail(f"{len(runs)} run(s) in {root} but nothing to summarise yet ({first})")
