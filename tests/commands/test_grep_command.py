@@ -434,6 +434,9 @@ def test_a_time_with_its_own_zone_ignores_the_given_zone(text: str) -> None:
         ("2025-09-14", SHANGHAI, "2025-09-13T16:00:00"),
         ("2025-09-14-09:30:00", ZoneInfo("UTC"), "2025-09-14T09:30:00"),
         ("2025-09-14-17:30:00", SHANGHAI, "2025-09-14T09:30:00"),
+        # Copied from a plog line: milliseconds and microseconds apart.
+        ("2025-09-14-17:37:31.402.500", SHANGHAI, "2025-09-14T09:37:31.402500"),
+        ("2025-09-14-09:37:31.402", ZoneInfo("UTC"), "2025-09-14T09:37:31.402"),
     ],
 )
 def test_a_time_without_a_zone_is_read_in_the_given_zone(

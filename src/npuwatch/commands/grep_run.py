@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 _DEFAULT_JOURNAL = "/var/lib/npuwatch/journal"
 _CANN_DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})-(\d{2}:)")
+_CANN_FRACTION = re.compile(r"(:\d{2}\.\d{3})\.(\d{3})$")
+"""A plog's time ends in milliseconds and microseconds apart: `09:37:31.402.500`."""
 
 
 def parse_when(text: str, now_s: float, zone: tzinfo | None) -> int:
@@ -43,7 +45,7 @@ def parse_when(text: str, now_s: float, zone: tzinfo | None) -> int:
         return int((now_s - parse_duration(text)) * 1_000_000)
     except ValueError:
         pass
-    iso = _CANN_DATE_TIME.sub(r"\1 \2", text)
+    iso = _CANN_FRACTION.sub(r"\1\2", _CANN_DATE_TIME.sub(r"\1 \2", text))
     if iso.endswith(("Z", "z")):
         iso = iso[:-1] + "+00:00"
     try:
@@ -51,7 +53,8 @@ def parse_when(text: str, now_s: float, zone: tzinfo | None) -> int:
     except ValueError:
         raise ValueError(
             f"cannot read the time {text!r}: give a duration back from now (30m, 1h, 2d) or a "
-            "date and time such as 2025-09-14 09:30 or 2025-09-14T09:30:00Z"
+            "date and time such as 2025-09-14 09:30, 2025-09-14T09:30:00Z or a plog's "
+            "2025-09-14-09:37:31.402.500"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
