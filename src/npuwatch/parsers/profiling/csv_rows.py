@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 MAX_PROBLEMS_PER_FILE = 20
@@ -49,17 +48,14 @@ class CsvRows:
 
 def split_rows(text: str, problems: ProblemList) -> CsvRows:
     """The header and the rows with as many fields as it; the others become problems."""
-    consumed: list[str] = []
-
-    def physical_lines() -> Iterator[str]:
-        for line in io.StringIO(text, newline=""):
-            consumed.append(line)
-            yield line
-
-    reader = csv.reader(physical_lines(), skipinitialspace=True)
+    # The physical lines as the csv module splits them (\n, \r, \r\n), at C speed; a row that
+    # spans several (a quoted line break) is the lines its reader consumed.
+    lines = io.StringIO(text, newline="").readlines()
+    reader = csv.reader(lines, skipinitialspace=True)
     rows = CsvRows()
+    consumed = 0
     while True:
-        first_line = reader.line_num + 1
+        first_line = consumed + 1
         try:
             row = next(reader)
         except StopIteration:
@@ -67,8 +63,9 @@ def split_rows(text: str, problems: ProblemList) -> CsvRows:
         except csv.Error as failure:
             problems.add(first_line, f"unreadable CSV ({failure}); rest of the file skipped")
             break
-        raw = "".join(consumed)
-        consumed.clear()
+        end = reader.line_num
+        raw = lines[consumed] if end == first_line else "".join(lines[consumed:end])
+        consumed = end
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if rows.header is None:

@@ -131,6 +131,10 @@ def _read_rows(body: str, names: list[str], spec: TableSpec) -> pd.DataFrame:
     """The well-formed rows as a frame: known columns as text (converted by `_convert`), the
     others with the types pandas infers (the PMU metrics become numbers)."""
     known = set(spec.aliases.values())
+    numbers = spec.floats | spec.integers
+
+    def numeric(name: str) -> bool:
+        return name in numbers
     if not body:
         nothing: pd.DataFrame = pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
         return nothing
@@ -143,7 +147,9 @@ def _read_rows(body: str, names: list[str], spec: TableSpec) -> pd.DataFrame:
             header=None,
             names=names,
             index_col=False,
-            dtype={name: object for name in names if name in known},
+            # Text columns stay text; number columns are read by the C parser when they are
+            # clean, and left as text (converted by `_convert`, bad cells reported) when not.
+            dtype={name: object for name in names if name in known and not numeric(name)},
             keep_default_na=False,
             na_values=sorted(MISSING),
             skipinitialspace=True,
