@@ -67,6 +67,17 @@ def test_grep_finds_the_chip_in_warning_among_the_device_readings(
     assert all(d["ascend"]["kind"] == "npu-smi" for d in documents)
 
 
+def test_grep_by_device_gives_that_npus_readings_only(journaled: TelemetryJournal) -> None:
+    chips = parse_npu_smi(load_doc_samples()[SAMPLE]).chips
+    npu = chips[-1].npu_id
+    result = grep(journaled.directory, "--module", "NPU-SMI", "--device", str(npu), "--json")
+    assert result.returncode == 0, result.stderr
+    documents = [json.loads(line) for line in result.stdout.splitlines()]
+    on_that_npu = sum(chip.npu_id == npu for chip in chips)
+    assert len(documents) == journaled.entries[DEVICE_KIND] // len(chips) * on_that_npu
+    assert {d["ascend"]["npu"]["id"] for d in documents} == {npu}
+
+
 def test_grep_searches_the_operators_of_the_imported_runs(journaled: TelemetryJournal) -> None:
     result = grep(journaled.directory, "--module", "PROFILING", "MatMulV2", "--json")
     assert result.returncode == 0, result.stderr

@@ -261,9 +261,14 @@ class Agent:
         self.metrics.queue_fill.set(min(queued / (2 * self.read_queue.max_bytes), 1.0))
 
     def _journal_device_records(self, records: list[Record]) -> None:
+        # One stream per NPU, so that the journal's per-block device answers `grep --device`.
         command = self.config.devices.npu_smi_command
-        source = SourceInfo(path=command, host=self.host, kind=DEVICE_KIND)
-        self._journal_entries(f"{DEVICE_KIND}@{self.host}", source, records)
+        by_npu: dict[int | None, list[Record]] = {}
+        for record in records:
+            by_npu.setdefault(record.device, []).append(record)
+        for npu, readings in by_npu.items():
+            source = SourceInfo(path=command, host=self.host, kind=DEVICE_KIND, device=npu)
+            self._journal_entries(f"{DEVICE_KIND}@{self.host}#{npu}", source, readings)
 
     def _journal_profiling_records(
         self, key: str, folder: Path, device: int | None, records: list[Record]
