@@ -135,6 +135,7 @@ def _read_rows(body: str, names: list[str], spec: TableSpec) -> pd.DataFrame:
 
     def numeric(name: str) -> bool:
         return name in numbers
+
     if not body:
         nothing: pd.DataFrame = pd.DataFrame({name: pd.Series([], dtype=object) for name in names})
         return nothing
