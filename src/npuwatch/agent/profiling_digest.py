@@ -87,14 +87,9 @@ def digests_in_child(folder: Path, timeout_s: float = 600.0) -> list[RunDigest]:
 
 
 def _plain_row(row: dict[Any, Any]) -> dict[str, Any]:
-    plain: dict[str, Any] = {}
-    for key, value in row.items():
-        item = getattr(value, "item", None)  # numpy scalars are not JSON
-        value = item() if callable(item) else value
-        if isinstance(value, float) and math.isnan(value):
-            value = None
-        plain[str(key)] = value
-    return plain
+    from npuwatch.parsers.profiling.values import plain_value  # noqa: PLC0415 - pandas
+
+    return {str(key): plain_value(value) for key, value in row.items()}
 
 
 def _cube_utilization(run: ProfileRun) -> float | None:

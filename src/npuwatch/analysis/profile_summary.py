@@ -9,7 +9,6 @@ is profile_text, the chart profile_plot.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,6 +27,7 @@ from npuwatch.analysis.profile_steps import (
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.operators import combine_operator_tables, operator_table
 from npuwatch.parsers.profiling.run import ProfileRun
+from npuwatch.parsers.profiling.values import plain_value
 
 SCHEMA_VERSION = 1
 DEFAULT_TOP = 10
@@ -257,10 +257,8 @@ def _percent(part: float, whole: float) -> float:
 
 def _rounded(value: Any) -> Any:
     """Floats to 3 decimals (µs to the ns) so that the JSON is stable and short; NaN → null."""
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, 3)
     if isinstance(value, dict):
         return {key: _rounded(inner) for key, inner in value.items()}
     if isinstance(value, list):
         return [_rounded(inner) for inner in value]
-    return value
+    return plain_value(value, 3)

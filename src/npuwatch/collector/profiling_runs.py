@@ -35,6 +35,8 @@ class Signature(NamedTuple):
 
 def signature_of(run: Path) -> Signature | None:
     """The run's signature, or None when it vanished while being looked at."""
+    if not run.is_dir():
+        return None
     files = size = newest = 0
     try:
         for folder, _, names in os.walk(run):
@@ -47,8 +49,6 @@ def signature_of(run: Path) -> Signature | None:
                 size += status.st_size
                 newest = max(newest, status.st_mtime_ns)
     except OSError:
-        return None
-    if not run.is_dir():
         return None
     return Signature(files, size, newest)
 
@@ -137,7 +137,8 @@ class RunTracker:
                 self._seen[run] = seen = _Seen(signature, now)
             if self._marked(run) or now - seen.since >= self._settle_s:
                 ready.append((run, signature))
-        self._seen = {run: seen for run, seen in self._seen.items() if run in set(found)}
+        present = set(found)
+        self._seen = {run: seen for run, seen in self._seen.items() if run in present}
         self._imported.forget_missing(found)
         return sorted(ready, key=lambda item: item[1].newest_ns)
 

@@ -10,7 +10,6 @@ one journal, one cursor per sink, one `grep`, for logs and telemetry alike.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -52,14 +51,15 @@ def profiling_records(
     operators: Iterable[Mapping[Any, Any]], run: str, device: int | None, when_us: int
 ) -> list[Record]:
     """One record per operator of a profiling run (`operators`: rows of the run's operator
-    table, slowest first), all at `when_us` (when the run was taken); offsets are positions."""
+    table as plain JSON values, slowest first), all at `when_us` (when the run was taken);
+    offsets are positions."""
     records = []
     for position, row in enumerate(operators):
         fields: dict[str, Any] = {"run": run}
         for column, name in _OPERATOR_FIELDS.items():
-            value = _plain(row.get(column))
-            if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                fields[name] = value  # (NaN: a cell the table lacked)
+            value = row.get(column)
+            if value is not None:  # None: a cell the table lacked
+                fields[name] = value
         if device is not None:
             fields["device"] = device
         original = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
@@ -142,12 +142,6 @@ _OPERATOR_FIELDS = {
     "max_us": "max_us",
 }
 """Operator table column → field of `ascend.profiling`."""
-
-
-def _plain(value: Any) -> Any:
-    # numpy scalars (what a DataFrame row holds) are not JSON; their .item() is.
-    item = getattr(value, "item", None)
-    return item() if callable(item) else value
 
 
 def _reading(chip: NpuChip, processes: Any) -> dict[str, Any]:

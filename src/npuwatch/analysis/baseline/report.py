@@ -26,6 +26,7 @@ from npuwatch.analysis.baseline.compare import (
 )
 from npuwatch.analysis.baseline.rules import BY_NAME
 from npuwatch.analysis.baseline.snapshot import Snapshot
+from npuwatch.parsers.profiling.values import plain_value
 from npuwatch.terminal import Palette
 
 SCHEMA_VERSION = 1
@@ -59,7 +60,7 @@ def as_document(report: CompareReport, top: int | None = None) -> dict[str, Any]
         "rules": asdict(comparison.rules),
         "regressed": comparison.regressed,
         "counts": comparison.counts(),
-        "total": {key: _plain(value) for key, value in asdict(comparison.total).items()},
+        "total": {key: plain_value(value, 3) for key, value in asdict(comparison.total).items()},
         "operators": _records(_top(comparison.rows, top)),
     }
 
@@ -248,22 +249,9 @@ def _top(rows: pd.DataFrame, top: int | None) -> pd.DataFrame:
 
 def _records(rows: pd.DataFrame) -> list[dict[str, Any]]:
     return [
-        {column: _plain(value) for column, value in zip(ROW_COLUMNS, values, strict=True)}
+        {column: plain_value(value, 3) for column, value in zip(ROW_COLUMNS, values, strict=True)}
         for values in rows[ROW_COLUMNS].itertuples(index=False, name=None)
     ]
-
-
-def _plain(value: Any) -> Any:
-    """A JSON value: None for missing, Python numbers rounded to nanoseconds."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, str):
-        return value
-    if hasattr(value, "item"):  # numpy scalars
-        value = value.item()
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, 3)
-    return value
 
 
 def _missing(value: Any) -> bool:
