@@ -85,6 +85,8 @@ def documents_alone(journal: Path) -> tuple[int, int, float]:
         while page := reader.blocks_after(position, 4):
             for _, block in page:
                 for action in block_actions(block, "bench", "bench-host"):
+                    if action is None:
+                        continue
                     count += 1
                     size += len(json.dumps(action.document))
             position = page[-1][0]

@@ -344,6 +344,13 @@ class SearchSinkSection(BaseModel):
     password_file: Path | None = Field(
         default=None, description="file holding that user's password"
     )
+    min_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="DEBUG",
+        description="ship log records of this level and above; the rest stay in the local "
+        "journal for `npuwatch grep` (INFO keeps a DEBUG flood out of the cluster). Records "
+        "without a level, rule events, device readings and profiling operators are always "
+        "shipped",
+    )
     batch_documents: int = Field(
         default=2000, ge=1, description="documents in one bulk request at most"
     )

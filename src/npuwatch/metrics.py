@@ -93,7 +93,8 @@ class SelfMetrics:
         self.shipped = Counter(
             "npuwatch_shipped",
             "Journal entries sent to a sink, by result: ok, duplicate (already there: a "
-            "replay), dead_letter (refused for good).",
+            "replay), dead_letter (refused for good), below_min_level (kept in the journal "
+            "only, by the sink's min_level).",
             ["sink", "result"],
             registry=r,
         )

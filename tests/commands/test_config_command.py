@@ -44,6 +44,8 @@ def test_check_of_a_valid_file_prints_ok_the_journal_and_the_log_roots(
         f"journal: {tmp_path / 'journal'}",
         f"log root: {logs}",
         "device telemetry: off: npu-smi not found (no driver here? set devices.npu_smi_command)",
+        "search engine: off (sinks.elasticsearch.enabled = false)",
+        "prometheus: /metrics on :9816",
     ]
     assert captured.err == ""
 
@@ -193,3 +195,23 @@ def test_the_example_sink_configurations_in_deploy_are_valid(name: str) -> None:
     assert config.sinks.elasticsearch.enabled
     assert config.sinks.elasticsearch.flavour == name.removesuffix(".toml")
     assert config.sinks.elasticsearch.namespace == "train_a"
+    assert config.sinks.elasticsearch.min_level == "INFO"
+
+
+def test_check_says_where_records_are_shipped_and_from_which_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(
+        tmp_path,
+        f'[agent]\nstate_directory = "{tmp_path}"\n'
+        '[sinks.elasticsearch]\nenabled = true\nflavour = "opensearch"\n'
+        'hosts = ["https://os-1:9200", "https://os-2:9200"]\nmin_level = "WARNING"\n'
+        '[sinks.prometheus]\nlisten = "127.0.0.1:9816"\n',
+    )
+    assert main(["config", "check", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "search engine: opensearch at https://os-1:9200, https://os-2:9200, namespace default, "
+        "ships WARNING and above"
+    ) in lines
+    assert "prometheus: /metrics on 127.0.0.1:9816" in lines

@@ -63,6 +63,26 @@ def _describe(config: Config) -> None:
     for folder in config.profiling.paths:
         state = "" if folder.is_dir() else " (does not exist yet: runs are found once it does)"
         out.write(f"profiling runs: {folder}{state}\n")
+    out.write(f"search engine: {_search_sink(config)}\n")
+    prometheus = config.sinks.prometheus
+    tls = (
+        " (TLS/auth from " + str(prometheus.web_config_file) + ")"
+        if prometheus.web_config_file
+        else ""
+    )
+    metrics = f"/metrics on {prometheus.listen}{tls}" if prometheus.enabled else "off"
+    out.write(f"prometheus: {metrics}\n")
+
+
+def _search_sink(config: Config) -> str:
+    search = config.sinks.elasticsearch
+    if not search.enabled:
+        return "off (sinks.elasticsearch.enabled = false)"
+    levels = "every record" if search.min_level == "DEBUG" else f"{search.min_level} and above"
+    return (
+        f"{search.flavour} at {', '.join(search.hosts)}, namespace {search.namespace}, "
+        f"ships {levels}"
+    )
 
 
 def _device_telemetry(config: Config) -> str:

@@ -83,7 +83,11 @@ def hccl_journal(tmp_path_factory: pytest.TempPathFactory) -> Journaled:
 
 
 def make_shipper(
-    engine: SearchEngine, journal: Path, state: Path, namespace: str = "default"
+    engine: SearchEngine,
+    journal: Path,
+    state: Path,
+    namespace: str = "default",
+    skipped_levels: frozenset[str] = frozenset(),
 ) -> tuple[SearchShipper, SelfMetrics, DeadLetters]:
     metrics = SelfMetrics()
     dead = DeadLetters(state / "dead-letter" / "elasticsearch.jsonl")
@@ -95,7 +99,13 @@ def make_shipper(
         threading.Event(),
         metrics,
         dead,
-        ShipSettings(namespace=namespace, host="node-1", initial_backoff_s=0.2, max_backoff_s=1),
+        ShipSettings(
+            namespace=namespace,
+            host="node-1",
+            initial_backoff_s=0.2,
+            max_backoff_s=1,
+            skipped_levels=skipped_levels,
+        ),
     )
     return shipper, metrics, dead
 

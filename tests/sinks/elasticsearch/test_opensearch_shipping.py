@@ -4,9 +4,12 @@ dead letters, and an outage."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from pathlib import Path
 
-from npuwatch.sinks.elasticsearch.documents import Action
+from npuwatch.journal.block import decode_block
+from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.sinks.elasticsearch.documents import Action, levels_below
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
 from npuwatch.sinks.elasticsearch.streams import all_streams
 from npuwatch.sinks.elasticsearch.templates import POLICY_NAME, TEMPLATE_NAME, index_template
@@ -60,6 +63,37 @@ def test_shipping_a_journal_gives_exactly_its_records_and_events(
     # The records are searchable by their fields: the HCCL fixture's EI0002 timeouts.
     coded = engine.count(STREAMS, {"term": {"error.code": "EI0002"}})
     assert coded > 0
+
+
+def journal_levels(directory: Path) -> Counter[str | None]:
+    levels: Counter[str | None] = Counter()
+    with JournalReader(directory) as reader:
+        position = Position()
+        while page := reader.blocks_after(position, 64):
+            for _, block in page:
+                levels.update(stored.level for stored in decode_block(block.payload))
+            position = page[-1][0]
+    return levels
+
+
+def test_a_min_level_leaves_the_records_below_it_in_the_journal_and_ships_the_rest(
+    engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path
+) -> None:
+    install_template(engine)
+    levels = journal_levels(hccl_journal.directory)
+    skipped = levels_below("WARNING")
+    below = sum(count for level, count in levels.items() if level in skipped)
+    assert below > 0 and below < hccl_journal.records  # the fixture has both kinds
+    shipper, metrics, dead = make_shipper(
+        engine, hccl_journal.directory, tmp_path, skipped_levels=skipped
+    )
+    ship_all(shipper)
+    assert engine.count(STREAMS) == hccl_journal.records - below + hccl_journal.events
+    query = {"terms": {"log.level": sorted(skipped)}}
+    assert engine.count(STREAMS, query) == 0
+    labels = {"sink": "elasticsearch", "result": "below_min_level"}
+    assert metrics.value("npuwatch_shipped_total", labels) == below
+    assert dead.lines() == []
 
 
 def test_replaying_the_journal_from_the_start_adds_nothing(

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from npuwatch.config import SearchSinkSection
 from npuwatch.sinks.elasticsearch.settings import (
     SecretUnreadable,
     connection_from,
     dead_letter_path,
+    ship_settings,
 )
 
 KEY = "c2VjcmV0LWlkOnNlY3JldC1rZXk="
@@ -56,3 +58,25 @@ def test_the_dead_letter_file_defaults_to_the_state_directory(tmp_path: Path) ->
 def test_a_namespace_that_elastic_would_refuse_is_a_configuration_error() -> None:
     with pytest.raises(ValueError, match="lower case"):
         SearchSinkSection(namespace="Prod-1")
+
+
+@pytest.mark.parametrize(
+    ("minimum", "left_in_journal"),
+    [
+        ("DEBUG", set()),
+        ("INFO", {"DEBUG", "TRACE"}),
+        ("WARNING", {"DEBUG", "TRACE", "INFO"}),
+        ("ERROR", {"DEBUG", "TRACE", "INFO", "WARNING", "WARN", "EVENT"}),
+    ],
+)
+def test_min_level_names_the_levels_left_in_the_journal(
+    minimum: str, left_in_journal: set[str]
+) -> None:
+    settings = ship_settings(SearchSinkSection(min_level=minimum), "node-1")  # type: ignore[arg-type]
+    assert settings.skipped_levels == left_in_journal
+    assert None not in settings.skipped_levels  # a record without a level is always shipped
+
+
+def test_a_min_level_outside_the_choices_is_a_configuration_error() -> None:
+    with pytest.raises(ValidationError, match="min_level"):
+        SearchSinkSection(min_level="NOTICE")  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.documents import to_record
 from npuwatch.journal.segment import StoredBlock
+from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import format_timestamp
 from npuwatch.sinks.elasticsearch.streams import dataset_of, events_stream, record_stream
 
@@ -43,13 +44,47 @@ def record_id(host: str, file_key: str, offset: int | str) -> str:
     return base64.urlsafe_b64encode(digest).decode("ascii")
 
 
-def block_actions(block: StoredBlock, namespace: str, host: str) -> Iterator[Action]:
-    """The actions for every record of a journal block."""
+SHIP_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+"""The choices of the sink's `min_level`, lowest first."""
+
+_LEVEL_RANKS = {
+    "TRACE": 0,
+    "DEBUG": 0,
+    "INFO": 1,
+    "EVENT": 2,  # CANN's [EVENT] lines (device and process events) rank with warnings
+    "WARNING": 2,
+    "WARN": 2,
+    "ERROR": 3,
+    "EXCEPTION": 3,
+    "CRITICAL": 3,
+    "FATAL": 3,
+}
+
+
+def levels_below(minimum: str) -> frozenset[str]:
+    """The levels a sink with `min_level = minimum` leaves in the journal. A record with no
+    level, or one this table does not know, is always shipped: it may be the traceback that
+    explains the failure."""
+    floor = _LEVEL_RANKS[minimum]
+    return frozenset(level for level, rank in _LEVEL_RANKS.items() if rank < floor)
+
+
+def block_actions(
+    block: StoredBlock, namespace: str, host: str, skipped_levels: frozenset[str] = frozenset()
+) -> Iterator[Action | None]:
+    """The action for every record of a journal block, in order; None for a log record whose
+    level is in `skipped_levels` (it stays in the journal only). Device readings and profiling
+    operators are never skipped: they have no log level to speak of."""
     source = block.source
     index = record_stream(source.kind, namespace)
     dataset = dataset_of(source.kind)
     where = source.host or host
+    if source.kind in TELEMETRY_KINDS:
+        skipped_levels = frozenset()
     for position, stored in enumerate(decode_block(block.payload)):
+        if stored.level in skipped_levels:
+            yield None
+            continue
         document = to_record(stored, source).to_document()
         if "@timestamp" not in document:  # no time in the stream yet: a data stream needs one
             document["@timestamp"] = _now()

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from npuwatch.sinks.elasticsearch.documents import levels_below
 from npuwatch.sinks.elasticsearch.engine import Connection
 from npuwatch.sinks.elasticsearch.shipper import ShipSettings
 
@@ -43,6 +44,7 @@ def ship_settings(section: SearchSinkSection, host: str) -> ShipSettings:
         chunk_docs=section.batch_documents,
         chunk_bytes=section.batch_bytes,
         max_backoff_s=section.max_backoff,
+        skipped_levels=levels_below(section.min_level),
     )
 
 

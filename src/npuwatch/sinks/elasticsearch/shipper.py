@@ -40,6 +40,8 @@ class ShipSettings:
     initial_backoff_s: float = 0.5
     max_backoff_s: float = 30.0
     save_interval_s: float = 1.0
+    skipped_levels: frozenset[str] = frozenset()
+    """Log levels left in the journal, not shipped (from the sink's `min_level`)."""
 
 
 class StopShipping(Exception):
@@ -109,12 +111,19 @@ class SearchShipper:
         moved = False
         page = self._reader.blocks_after(self.cursor.blocks, self.settings.blocks_per_page)
         if page:
-            actions = [
-                action
-                for _, block in page
-                for action in block_actions(block, self.settings.namespace, self.settings.host)
-            ]
+            actions: list[Action] = []
+            skipped = 0
+            for _, block in page:
+                for action in block_actions(
+                    block, self.settings.namespace, self.settings.host, self.settings.skipped_levels
+                ):
+                    if action is None:
+                        skipped += 1
+                    else:
+                        actions.append(action)
             self.ship(actions)
+            if skipped:
+                self._metrics.shipped.labels(self.name, "below_min_level").inc(skipped)
             self.cursor = Cursor(page[-1][0], self.cursor.events)
             moved = True
         events = self._reader.event_rows_after(self.cursor.events, self.settings.events_per_page)
