@@ -77,6 +77,16 @@ def test_context_crosses_block_boundaries_within_a_segment(tmp_path: Path) -> No
     assert around(tmp_path, last_of_a_block, 1, 4) == ([4], [6, 7, 8, 9])
 
 
+def test_context_crosses_segments_when_the_journal_rolled_in_between(tmp_path: Path) -> None:
+    """The journal rolls daily and by size: a hit just after midnight keeps its context."""
+    write_journal(tmp_path, [plog(12), device_log(12)], runs=12, segments=3)  # 4 per segment
+    first_of_the_second, last_of_the_first = hit_on(tmp_path, 4), hit_on(tmp_path, 3)
+    assert first_of_the_second.segment == last_of_the_first.segment + 1
+    assert around(tmp_path, first_of_the_second, 3, 1) == ([1, 2, 3], [5])
+    assert around(tmp_path, last_of_the_first, 1, 6) == ([2], [4, 5, 6, 7, 8, 9])
+    assert around(tmp_path, hit_on(tmp_path, 10), 9, 5) == (list(range(1, 10)), [11])
+
+
 def test_context_reaches_over_more_blocks_than_it_keeps_decoded(tmp_path: Path) -> None:
     write_journal(tmp_path, [plog(30), device_log(30)], runs=30, events=[])
     assert around(tmp_path, hit_on(tmp_path, 15), 12, 12) == (

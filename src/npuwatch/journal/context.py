@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections import OrderedDict
 from pathlib import Path
 
 from npuwatch.journal.block import decode_block
-from npuwatch.journal.layout import segment_file_name
+from npuwatch.journal.layout import segment_file_name, segment_files
 from npuwatch.journal.query import Directory, Hit
 from npuwatch.journal.rows import StoredRecord
 from npuwatch.journal.segment import BLOCK_COLUMNS, Segment, block_from_row
 
 _CACHED_BLOCKS = 8
+_SEGMENTS_AWAY = 3
+"""How many segments away the neighbours of a hit are looked for: a file quiet for longer than
+that many segments took has no context worth printing there."""
 
 
 class ContextReader:
@@ -20,6 +24,7 @@ class ContextReader:
     def __init__(self, directory: Directory) -> None:
         self.directory = directory
         self._segments: dict[int, Segment] = {}
+        self._sequences: list[int] | None = None
         self._blocks: OrderedDict[tuple[int, int], tuple[str, list[StoredRecord]]] = OrderedDict()
 
     def close(self) -> None:
@@ -34,19 +39,19 @@ class ContextReader:
         file_key, records = self._block(hit.segment, hit.block_id)
         earlier = records[max(hit.position - before, 0) : hit.position]
         later = records[hit.position + 1 : hit.position + 1 + after]
-        block_id = hit.block_id
+        where = (hit.segment, hit.block_id)
         while len(earlier) < before:
-            found = self._neighbour(hit.segment, file_key, block_id, "<")
+            found = self._neighbour(where, file_key, "<")
             if found is None:
                 break
-            block_id, more = found
+            where, more = found
             earlier = more[max(len(more) - (before - len(earlier)), 0) :] + earlier
-        block_id = hit.block_id
+        where = (hit.segment, hit.block_id)
         while len(later) < after:
-            found = self._neighbour(hit.segment, file_key, block_id, ">")
+            found = self._neighbour(where, file_key, ">")
             if found is None:
                 break
-            block_id, more = found
+            where, more = found
             later = later + more[: after - len(later)]
         return earlier, later
 
@@ -78,15 +83,40 @@ class ContextReader:
         return value
 
     def _neighbour(
+        self, where: tuple[int, int], file_key: str, direction: str
+    ) -> tuple[tuple[int, int], list[StoredRecord]] | None:
+        """The block of the same file next to `where` (segment, block id) in `direction`: in the
+        same segment, or in the nearest segment before or after it that has one (a file's
+        records continue in the next segment when the journal rolls)."""
+        sequence, block_id = where
+        found = self._neighbour_in(sequence, file_key, block_id, direction)
+        if found is not None:
+            return (sequence, found), self._block(sequence, found)[1]
+        for other in self._segments_from(sequence, direction):
+            edge = -1 if direction == ">" else 1 << 62
+            found = self._neighbour_in(other, file_key, edge, direction)
+            if found is not None:
+                return (other, found), self._block(other, found)[1]
+        return None
+
+    def _segments_from(self, sequence: int, direction: str) -> list[int]:
+        """The segments after (or before) `sequence`, nearest first, at most _SEGMENTS_AWAY."""
+        if self._sequences is None:
+            self._sequences = [number for number, _ in segment_files(self.directory)]
+        if direction == ">":
+            return [n for n in self._sequences if n > sequence][:_SEGMENTS_AWAY]
+        return [n for n in reversed(self._sequences) if n < sequence][:_SEGMENTS_AWAY]
+
+    def _neighbour_in(
         self, sequence: int, file_key: str, block_id: int, direction: str
-    ) -> tuple[int, list[StoredRecord]] | None:
+    ) -> int | None:
         order = "DESC" if direction == "<" else "ASC"
-        rows = self._segment(sequence).query(
-            f"SELECT id FROM blocks WHERE file_key = ? AND id {direction} ? "
-            f"ORDER BY id {order} LIMIT 1",
-            [file_key, block_id],
-        )
-        if not rows:
+        try:
+            rows = self._segment(sequence).query(
+                f"SELECT id FROM blocks WHERE file_key = ? AND id {direction} ? "
+                f"ORDER BY id {order} LIMIT 1",
+                [file_key, block_id],
+            )
+        except sqlite3.Error:  # removed by retention meanwhile, or quarantined: no context there
             return None
-        neighbour = int(rows[0][0])
-        return neighbour, self._block(sequence, neighbour)[1]
+        return int(rows[0][0]) if rows else None
