@@ -9,6 +9,7 @@ import pytest
 
 from npuwatch.analysis.scan_text import render_scan
 from npuwatch.analysis.scan_tree import scan_tree
+from npuwatch.parsers.timestamps import year_of
 from npuwatch.terminal import Palette
 from tests.conftest import TREES, utc_clock
 
@@ -98,3 +99,23 @@ def test_the_text_report_names_codes_first_errors_and_processes() -> None:
     assert text.index("dump_err_cqe") < text.index("Send work request failed")
     assert text.index("Send work request failed") < text.index("[ERROR] RUNTIME(3300,python3)")
     assert text.rstrip().endswith("error records in 231 records.")
+
+
+def test_year_less_lines_take_the_year_of_the_files_dated_lines_not_its_copy_time(
+    tmp_path: Path,
+) -> None:
+    """A training log copied (or cloned) today: c10's `[E914 …]` has no year; the dated line
+    under it says 2025, and that wins over the file's modification time."""
+    log = tmp_path / "job" / "train-rank0.log"
+    log.parent.mkdir()
+    log.write_text(
+        "[rank0]:[E914 09:37:31.000512402 compiler_depend.ts:429] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkHCCL(SeqNum=7, OpType=ALLREDUCE)\n"
+        "[rank0]: [ERROR] 2025-09-14-09:37:31 (PID:3300, Device:0, RankID:0) ERR02200 DIST call "
+        "hccl api failed.\n"
+    )
+    in_2030 = 1_900_000_000  # 2030-03-17
+    os.utime(log, (in_2030, in_2030))
+    result = scan(tmp_path)
+    assert result.first_us is not None and result.last_us is not None
+    assert {year_of(result.first_us), year_of(result.last_us)} == {2025}

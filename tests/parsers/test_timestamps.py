@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
+from npuwatch.parsers.timestamps import LocalClock, first_full_date_us, resolve_timezone, year_of
 
 
 def test_a_daylight_saving_zone_uses_the_offset_of_each_minute() -> None:
@@ -29,3 +29,23 @@ def test_unknown_zone_names_are_rejected_with_advice() -> None:
     with pytest.raises(ValueError, match="IANA name"):
         resolve_timezone("Mars/Olympus")
     assert resolve_timezone("UTC") is timezone.utc
+
+
+@pytest.mark.parametrize(
+    ("text", "year"),
+    [
+        (
+            b"[E914 09:37:31.000512402 x.ts:429] watchdog\n[ERROR] 2025-09-14-09:37:31 (PID:3300)",
+            2025,
+        ),
+        (b"[INFO] GE(1,p):2024-12-31-23:59:59.999.000 [a.cc:1] x", 2024),
+        (b"2026-01-02 03:04:05,678 - root - INFO - step 1", 2026),
+        (b"2023-06-07T08:09:10Z ok", 2023),
+        (b"no date here; 12025-09-14-09:37 is not one, nor 2025-13-01-00:00", None),
+    ],
+)
+def test_the_first_date_with_a_year_gives_the_year_for_the_rest(
+    text: bytes, year: int | None
+) -> None:
+    found = first_full_date_us(text)
+    assert (None if found is None else year_of(found)) == year

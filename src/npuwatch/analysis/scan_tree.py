@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
-from npuwatch.collector.files import list_log_files, read_chunks
+from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.rules.engine import RuleEngine
 
@@ -41,7 +41,7 @@ def scan_tree(
                 clock,
                 path=str(path),
                 host=host,
-                reference_us=status.st_mtime_ns // 1000,
+                reference_us=year_reference_us(path, status.st_mtime_ns // 1000),
                 batch_index=engine is not None,
             )
             aggregator.start_file(parser.source, size)

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npuwatch.parsers.timestamps import first_full_date_us
+
 CHUNK_BYTES = 4 * 1024 * 1024
 LOG_FILE_PATTERNS = ("*.log", "*.log.*", "slogdlog*", "syslog*", "messages*", "dmesg*")
 """What a log tree holds that is worth reading: CANN's `*.log`, slogd's self-log, and the host
@@ -46,6 +48,23 @@ def list_log_files(root: Path) -> TreeListing:
                 if path.is_file():
                     listing.files.append(path)
     return listing
+
+
+YEAR_PEEK_BYTES = 64 * 1024
+"""How far into a file a year for its year-less lines is looked for."""
+
+
+def year_reference_us(path: Path, modified_us: int) -> int:
+    """The time whose year completes the file's dates printed without one: its first date with
+    a year (within YEAR_PEEK_BYTES), else its modification time (for a file read whole, after
+    the fact: `scan`, `parse`). A file that cannot be read here is reported by the read that
+    follows, not by this peek."""
+    try:
+        with path.open("rb") as handle:
+            dated = first_full_date_us(handle.read(YEAR_PEEK_BYTES))
+    except OSError:
+        return modified_us
+    return modified_us if dated is None else dated
 
 
 def read_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:

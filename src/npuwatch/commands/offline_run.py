@@ -11,7 +11,7 @@ from pathlib import Path
 
 from npuwatch.analysis.scan_text import render_scan
 from npuwatch.analysis.scan_tree import scan_tree
-from npuwatch.collector.files import line_chunks, read_chunks
+from npuwatch.collector.files import line_chunks, read_chunks, year_reference_us
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, error, fail
 from npuwatch.commands.rules_run import load_rules_or_fail
 from npuwatch.parsers import LocalClock, iter_records, resolve_timezone
@@ -49,9 +49,9 @@ def run_parse(args: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         try:
-            modified_us = path.stat().st_mtime_ns // 1000
+            reference_us = year_reference_us(path, path.stat().st_mtime_ns // 1000)
             records = iter_records(
-                read_chunks(path), clock, str(path), args.host, reference_us=modified_us
+                read_chunks(path), clock, str(path), args.host, reference_us=reference_us
             )
             _print_records(records, table)
         except BrokenPipeError:

@@ -9,6 +9,7 @@ as integers.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -126,6 +127,23 @@ def fields_us(clock: LocalClock, fields: Sequence[int], micro: int = 0) -> int |
     """Epoch microseconds of (year, month, day, hour, minute, second) in the clock's zone."""
     year, month, day, hour, minute, second = fields
     return clock.local_us(year, month, day, hour, minute, second, micro)
+
+
+_FULL_DATE = re.compile(
+    rb"(?<![0-9])(20[0-9]{2})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[-T ][0-9]{2}:[0-9]{2}"
+)
+
+
+def first_full_date_us(data: bytes) -> int | None:
+    """Midnight UTC of the first date written with its year in `data` (`2025-09-14-09:37:31`,
+    `2025-09-14 09:37:31`), or None. A file's own dated lines are a better source for the year of
+    its year-less lines (c10's `[E914 09:37:31…]`) than its modification time, which a copy or a
+    clone sets to today."""
+    match = _FULL_DATE.search(data)
+    if match is None:
+        return None
+    day = datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=timezone.utc)
+    return (day - EPOCH) // timedelta(microseconds=1)
 
 
 def year_of(epoch_us: int) -> int:
