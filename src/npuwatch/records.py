@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
@@ -84,8 +85,14 @@ ERROR_LEVELS = frozenset({"ERROR", "EXCEPTION", "CRITICAL", "FATAL"})
 
 def format_timestamp(epoch_us: int) -> str:
     """Format microseconds since the epoch as an ISO 8601 UTC string ending in Z."""
-    moment = EPOCH + timedelta(microseconds=epoch_us)
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    seconds, micro = divmod(epoch_us, 1_000_000)
+    return f"{_iso_second(seconds)}.{micro:06d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _iso_second(epoch_s: int) -> str:
+    # Records come in bursts within the same second: shipping formats one time per record.
+    return (EPOCH + timedelta(seconds=epoch_s)).isoformat(timespec="seconds")[:-6]
 
 
 _BODY_FIELDS = frozenset(
@@ -214,23 +221,33 @@ class Record:
         return cached
 
     def to_document(self) -> dict[str, Any]:
-        """The nested ECS document for this record; absent values are left out."""
-        source = self.source or SourceInfo()
+        """The nested ECS document for this record; absent values are left out. (Written out
+        field by field: shipping builds one per record.)"""
+        source = self.source or _NO_SOURCE
         doc: dict[str, Any] = {}
         if self.timestamp_us is not None:
             doc["@timestamp"] = format_timestamp(self.timestamp_us)
         doc["message"] = self.message
-        log: dict[str, Any] = _compact(level=self.level, logger=self.logger, offset=self.offset)
+        log: dict[str, Any] = {}
+        if self.level is not None:
+            log["level"] = self.level
+        if self.logger is not None:
+            log["logger"] = self.logger
+        if self.offset is not None:
+            log["offset"] = self.offset
         if source.path is not None:
             log["file"] = {"path": source.path}
-        origin_file = _compact(name=self.origin_file, line=self.origin_line)
-        origin = _compact(function=self.function)
-        if origin_file:
-            origin["file"] = origin_file
+        origin: dict[str, Any] = {} if self.function is None else {"function": self.function}
+        if self.origin_file is not None or self.origin_line is not None:
+            origin["file"] = _present(name=self.origin_file, line=self.origin_line)
         if origin:
             log["origin"] = origin
         doc["log"] = log
-        process = _compact(pid=self.pid, name=self.process_name)
+        process: dict[str, Any] = {}
+        if self.pid is not None:
+            process["pid"] = self.pid
+        if self.process_name is not None:
+            process["name"] = self.process_name
         if self.thread_id is not None:
             process["thread"] = {"id": self.thread_id}
         if process:
@@ -240,32 +257,44 @@ class Record:
         doc["event"] = {"original": self.original}
         if source.host is not None:
             doc["host"] = {"name": source.host}
-        ascend = _compact(
-            kind=source.kind,
-            channel=source.channel,
-            device=self.device if self.device is not None else source.device,
-            rank=self.rank,
-            error_codes=self.error_codes or None,
-            runtime_codes=self.runtime_codes or None,
-            framework_code=self.framework_code,
-            tags=self.tags or None,
-            submodule=self.submodule,
-            format=self.format,
-            flags=Flag.names(self.flags) or None,
-            encoding=self.encoding,
-            lines=self.line_count,
-            end_offset=self.end_offset,
-        )
-        file_info = _compact(
-            pid=source.pid,
-            created=None if source.created_us is None else format_timestamp(source.created_us),
-        )
-        if file_info:
-            ascend["file"] = file_info
+        doc["ascend"] = self._ascend_fields(source)
+        return doc
+
+    def _ascend_fields(self, source: SourceInfo) -> dict[str, Any]:
+        ascend: dict[str, Any] = {"kind": source.kind}
+        if source.channel is not None:
+            ascend["channel"] = source.channel
+        device = self.device if self.device is not None else source.device
+        if device is not None:
+            ascend["device"] = device
+        if self.rank is not None:
+            ascend["rank"] = self.rank
+        if self.error_codes:
+            ascend["error_codes"] = self.error_codes
+        if self.runtime_codes:
+            ascend["runtime_codes"] = self.runtime_codes
+        if self.framework_code is not None:
+            ascend["framework_code"] = self.framework_code
+        if self.tags:
+            ascend["tags"] = self.tags
+        if self.submodule is not None:
+            ascend["submodule"] = self.submodule
+        ascend["format"] = self.format
+        if self.flags:
+            flags = Flag.names(self.flags)
+            if flags:
+                ascend["flags"] = flags
+        if self.encoding is not None:
+            ascend["encoding"] = self.encoding
+        ascend["lines"] = self.line_count
+        if self.end_offset is not None:
+            ascend["end_offset"] = self.end_offset
+        if source.pid is not None or source.created_us is not None:
+            created = None if source.created_us is None else format_timestamp(source.created_us)
+            ascend["file"] = _present(pid=source.pid, created=created)
         if self.ascend_extra:
             ascend.update(self.ascend_extra)
-        doc["ascend"] = ascend
-        return doc
+        return ascend
 
 
 class BatchIndex(NamedTuple):
@@ -291,8 +320,11 @@ class SourceInfo:
     """The creation time in the file name."""
 
 
-def _compact(**values: Any) -> dict[str, Any]:
+def _present(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
+
+
+_NO_SOURCE = SourceInfo()
 
 
 # --- the published schema -------------------------------------------------------------------
