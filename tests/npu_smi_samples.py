@@ -10,53 +10,25 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
+from tests.formats_doc import FORMATS, fenced_blocks, named_by_section
 
-from tests.conftest import REPO
-
-FORMATS_DOC = REPO.parent / "shared" / "design" / "formats" / "npu_smi.md"
+FORMATS_DOC = FORMATS / "npu_smi.md"
 FAKE_NPU_SMI = Path(__file__).parent / "fakes" / "npu-smi"
 """An executable that replays a recorded output (see its docstring): the only stand-in, since
 there is no NPU here."""
 
-_HEADING = re.compile(r"^#{2,3}\s+(\d+(?:\.\d+)?)")
-_FENCE = re.compile(r"^```")
 _TABLE_BORDER = re.compile(r"^\s*\+[-=+]+\+\s*$")
 _BUS_ID_ROW = re.compile(r"^\s*\|.*\|\s*[0-9A-Fa-f]{4}:[0-9A-Fa-fx]{2}:[0-9A-Fa-f]{2}\.\d\s*\|")
 
 
 def load_doc_samples(path: Path = FORMATS_DOC) -> dict[str, str]:
     """The fenced blocks of the formats doc that contain an npu-smi table, by section heading."""
-    if not path.is_file():
-        pytest.fail(
-            f"the npu-smi formats doc is missing: {path} (the tests read the real samples "
-            "from ../shared/design; restore that folder next to the repository)"
-        )
-    samples: dict[str, str] = {}
-    section = "?"
-    count_in_section = 0
-    block: list[str] | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if block is not None:
-            if _FENCE.match(line):
-                text = "\n".join(block) + "\n"
-                if any(_TABLE_BORDER.match(x) or _BUS_ID_ROW.match(x) for x in block):
-                    count_in_section += 1
-                    samples[f"{section}#{count_in_section}"] = text
-                block = None
-            else:
-                block.append(line)
-            continue
-        heading = _HEADING.match(line)
-        if heading is not None:
-            section, count_in_section = heading[1], 0
-        elif _FENCE.match(line):
-            block = []
-    # One block under a heading is named by the heading alone.
-    return {
-        (key[:-2] if key.endswith("#1") and f"{key[:-2]}#2" not in samples else key): text
-        for key, text in samples.items()
-    }
+    tables = [
+        (section, "\n".join(lines) + "\n")
+        for section, lines in fenced_blocks(path)
+        if any(_TABLE_BORDER.match(x) or _BUS_ID_ROW.match(x) for x in lines)
+    ]
+    return named_by_section(tables)
 
 
 def table_only(sample: str) -> str:

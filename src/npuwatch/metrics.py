@@ -7,7 +7,9 @@ The next hop (`/metrics`) exposes whatever registry the agent built.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
+
+from npuwatch import __version__
 
 SOURCE_PROBLEMS = ("unreadable", "not_regular_file", "vanished", "watch_failed")
 """The reasons `source_problems` counts (a fixed set, so the label stays bounded)."""
@@ -154,6 +156,16 @@ class SelfMetrics:
             ["result"],
             registry=r,
         )
+        build_info = Gauge(
+            "npuwatch_build_info",
+            "The agent's version, as a label (always 1).",
+            ["version"],
+            registry=r,
+        )
+        build_info.labels(__version__).set(1)
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds: the agent
+        # runs next to training jobs, so its own footprint is something operators watch.
+        ProcessCollector(registry=r)
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """The current value of a sample by its exposed name (for tests and the status line)."""

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
+from npuwatch.parsers.npu_smi import parse_npu_smi
 from tests.deploy.prometheus_stack import (
     REPOSITORY,
     LoggedProcess,
@@ -44,9 +47,12 @@ from tests.deploy.prometheus_stack import (
     write_alertmanager_config,
     write_prometheus_config,
 )
+from tests.deploy.test_grafana_dashboard import as_grafana_sends_it, dashboard, panel_queries
 from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples, table_only, with_hbm_used
 
 pytestmark = pytest.mark.integration
+
+PROFILING_RUNS = REPOSITORY / "fixtures" / "profiling" / "torch_2rank"
 
 PACK = REPOSITORY / "src" / "npuwatch" / "rules" / "packs" / "30-timeouts.yaml"
 RULE = "hccl.notify-wait-timeout"
@@ -160,6 +166,8 @@ def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
     plog_folder = logs / "debug" / "plog"
     plog_folder.mkdir(parents=True)
     append(plog_path(folder, started), synchronize_lines(started, 100, 3))
+    profiling = folder / "profiling"
+    shutil.copytree(PROFILING_RUNS, profiling / "job-42")  # for the dashboard's profiling panels
     config = folder / "npuwatch.toml"
     config.write_text(
         "[agent]\n"
@@ -171,6 +179,10 @@ def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
         "[devices]\n"
         f"npu_smi_command = {json.dumps(f'{FAKE_NPU_SMI} info')}\n"
         'interval = "2s"\n'
+        "[profiling]\n"
+        f"paths = [{json.dumps(str(profiling))}]\n"
+        'settle = "1s"\n'
+        'scan_interval = "1s"\n'
         "[sinks.prometheus]\n"
         f'listen = "127.0.0.1:{port}"\n',
         encoding="utf-8",
@@ -361,3 +373,88 @@ def test_an_npu_at_95_percent_hbm_fires_ascend_npu_hbm_pressure_after_five_minut
 
     path, _ = poll(delivered, 30)
     assert path == "/npuwatch/warning", stack.diagnostics()
+
+
+EMPTY_HERE = {
+    "Shipped": "no search-engine sink in this stack",
+    "Shipping backlog": "no search-engine sink in this stack",
+}
+"""Panels with nothing to show in this stack, and why; every other panel must show data."""
+ZERO_HERE = {"Read lag", "Chips not OK"}
+"""Panels whose data may be all zeros here (the agent keeps up with a few lines; the chips may
+all be OK); every other panel must show a value above 0. The rate interval is 5 minutes, so
+that the lines and events of the last minutes all show at once."""
+
+
+def test_every_panel_of_the_grafana_dashboard_shows_the_agents_data_in_prometheus(
+    stack: Stack,
+) -> None:
+    """Runs after the alerts above: by then the stack has rule events, npu-smi readings and an
+    imported profiling run. A few lines are added for the panels of rates, one of them coded
+    for the error-code panels."""
+    now = datetime.now(timezone.utc)
+    coded = plog_record("RUNTIME", "api_c.c:98", "EE9999: Inner Error! rtStreamSynchronize", now)
+    # More of the lines the training process has been writing since the start, and an error.
+    append(stack.plog, [*synchronize_lines(now, 200, 3), coded.replace("[INFO]", "[ERROR]", 1)])
+    chips = parse_npu_smi(table_only(load_doc_samples()["1.1"])).chips
+    empty_here = dict(EMPTY_HERE)
+    if all(chip.healthy for chip in chips):
+        empty_here["Chips with health not OK"] = "every chip of the replayed npu-smi sample is OK"
+    zero_here = set(ZERO_HERE)
+    if not any(chip.aicore_ratio for chip in chips):
+        zero_here.add("AI Core utilisation")  # the sample's chips are idle
+
+    def answers() -> dict[str, list[Any]]:
+        results: dict[str, list[Any]] = {}
+        for title, expr in panel_queries():
+            query = urllib.parse.urlencode({"query": as_grafana_sends_it(expr, INSTANCE, "5m")})
+            reply = fetch_json(f"{stack.prometheus_url}/api/v1/query?{query}")
+            assert reply["status"] == "success", (title, expr, reply)
+            results[title] = results.get(title, []) + reply["data"]["result"]
+        return results
+
+    def missing(results: dict[str, list[Any]]) -> list[str]:
+        """Panels without a series, or (unless zeros are expected) without a value above 0."""
+        return sorted(
+            title
+            for title, series in results.items()
+            if title not in empty_here
+            and (
+                not series
+                or (title not in zero_here and all(float(one["value"][1]) == 0 for one in series))
+            )
+        )
+
+    def coded_error_shown(results: dict[str, list[Any]]) -> bool:
+        return any(
+            one["metric"].get("code") == "EE9999" and float(one["value"][1]) > 0
+            for one in results["Error codes"]
+        )
+
+    def all_shown() -> dict[str, list[Any]] | None:
+        results = answers()
+        return None if missing(results) or not coded_error_shown(results) else results
+
+    # The rule events of the coded line are counted when their 60 s dedupe window closes.
+    results, _ = poll(all_shown, 150)
+    if results is None:
+        now_shown = answers()
+        pytest.fail(
+            f"dashboard panels without data: {missing(now_shown)}; EE9999 in Error codes: "
+            f"{coded_error_shown(now_shown)}\n{stack.diagnostics()}"
+        )
+    for title, reason in empty_here.items():
+        assert results[title] == [], f"{title} shows data although {reason}"
+
+    # The dashboard's variables: hosts from npuwatch_build_info, NPUs from the device gauges.
+    variables = {v["name"]: v for v in dashboard()["templating"]["list"] if v["type"] == "query"}
+    for name, expected in (("instance", INSTANCE), ("npu", "0")):
+        found = LABEL_VALUES.fullmatch(variables[name]["definition"])
+        assert found is not None, variables[name]["definition"]
+        selector, label = found.groups()
+        match = urllib.parse.urlencode({"match[]": as_grafana_sends_it(selector, INSTANCE)})
+        values = fetch_json(f"{stack.prometheus_url}/api/v1/label/{label}/values?{match}")["data"]
+        assert expected in values, (name, values)
+
+
+LABEL_VALUES = re.compile(r"label_values\((.+), (\w+)\)")

@@ -10,7 +10,6 @@ paragraph as chip 1 with one value changed.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -29,51 +28,23 @@ from npuwatch.parsers.npu_smi_details import (
     parse_key_value_output,
     parse_topology,
 )
+from tests.formats_doc import fenced_blocks, named_by_section
 from tests.npu_smi_samples import FORMATS_DOC
 
 MIB = 1024 * 1024
 
-_HEADING = re.compile(r"^#{2,3}\s+(\d+(?:\.\d+)?)")
-_FENCE = re.compile(r"^```")
 _DETAIL_SECTIONS = ("5", "6", "7")
 
 
 def load_detail_samples(path: Path = FORMATS_DOC) -> dict[str, str]:
     """Every fenced block of the doc's §5–§7, by section heading (`6#2`, `7.1`)."""
-    if not path.is_file():
-        pytest.fail(
-            f"the npu-smi formats doc is missing: {path} (the tests read the real samples "
-            "from ../shared/design; restore that folder next to the repository)"
-        )
-    blocks: list[tuple[str, str]] = []
-    section = "?"
-    block: list[str] | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if block is not None:
-            if _FENCE.match(line):
-                blocks.append((section, "\n".join(block) + "\n"))
-                block = None
-            else:
-                block.append(line)
-            continue
-        heading = _HEADING.match(line)
-        if heading is not None:
-            section = heading[1]
-        elif _FENCE.match(line):
-            block = []
-    return _named(
-        [(section, text) for section, text in blocks if section.split(".")[0] in _DETAIL_SECTIONS]
+    return named_by_section(
+        [
+            (section, "\n".join(lines) + "\n")
+            for section, lines in fenced_blocks(path)
+            if section.split(".")[0] in _DETAIL_SECTIONS
+        ]
     )
-
-
-def _named(blocks: list[tuple[str, str]]) -> dict[str, str]:
-    """One block under a heading is named by the heading alone, several by `heading#n`."""
-    per_section = {section: [text for s, text in blocks if s == section] for section, _ in blocks}
-    return {
-        (section if len(texts) == 1 else f"{section}#{number}"): text
-        for section, texts in per_section.items()
-        for number, text in enumerate(texts, start=1)
-    }
 
 
 @pytest.fixture(scope="module")

@@ -12,45 +12,23 @@ import re
 from functools import cache
 from pathlib import Path
 
-import pytest
+from tests import formats_doc
 
-from tests.conftest import REPO
-
-FORMATS_DOC = REPO.parent / "shared" / "design" / "formats" / "msprof.md"
-_HEADING = re.compile(r"^#{2,3}\s+(\d+(?:\.\d+)?)\b")
-_FENCE = re.compile(r"^```")
+FORMATS_DOC = formats_doc.FORMATS / "msprof.md"
 _BACKTICKED = re.compile(r"`([^`]+)`")
 
 
 @cache
 def doc_text() -> str:
-    if not FORMATS_DOC.is_file():
-        pytest.fail(
-            f"the msprof formats doc is missing: {FORMATS_DOC} (the tests read the real samples "
-            "from ../shared/design; restore that folder next to the repository)"
-        )
-    return FORMATS_DOC.read_text(encoding="utf-8")
+    return formats_doc.doc_text(FORMATS_DOC)
 
 
 @cache
 def blocks() -> dict[str, list[str]]:
     """Fenced blocks by section, in order, TABs restored."""
     found: dict[str, list[str]] = {}
-    section = "0"
-    block: list[str] | None = None
-    for line in doc_text().splitlines():
-        if block is not None:
-            if _FENCE.match(line):
-                found.setdefault(section, []).append("\n".join(block).replace("\\t", "\t") + "\n")
-                block = None
-            else:
-                block.append(line)
-            continue
-        heading = _HEADING.match(line)
-        if heading is not None:
-            section = heading[1]
-        elif _FENCE.match(line):
-            block = []
+    for section, lines in formats_doc.fenced_blocks(FORMATS_DOC):
+        found.setdefault(section, []).append("\n".join(lines).replace("\\t", "\t") + "\n")
     return found
 
 
@@ -67,10 +45,10 @@ def section_lines(section: str) -> list[str]:
     current = "0"
     fenced = False
     for line in doc_text().splitlines():
-        if _FENCE.match(line):
+        if formats_doc.FENCE.match(line):
             fenced = not fenced
             continue
-        heading = _HEADING.match(line)
+        heading = formats_doc.HEADING.match(line)
         if heading is not None and not fenced:
             current = heading[1]
         elif current == section and not fenced:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from npuwatch.journal.block import decode_block
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.metrics import SelfMetrics
@@ -80,6 +82,18 @@ def hccl_journal(tmp_path_factory: pytest.TempPathFactory) -> Journaled:
         last = counts
     harness.stop()
     return Journaled(directory, *journal_counts(directory))
+
+
+def journal_levels(directory: Path) -> Counter[str | None]:
+    """How many records of each level the journal holds."""
+    levels: Counter[str | None] = Counter()
+    with JournalReader(directory) as reader:
+        position = Position()
+        while page := reader.blocks_after(position, 64):
+            for _, block in page:
+                levels.update(stored.level for stored in decode_block(block.payload))
+            position = page[-1][0]
+    return levels
 
 
 def make_shipper(

@@ -4,17 +4,14 @@ dead letters, and an outage."""
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from pathlib import Path
 
-from npuwatch.journal.block import decode_block
-from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.sinks.elasticsearch.documents import Action, levels_below
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
 from npuwatch.sinks.elasticsearch.streams import all_streams
 from npuwatch.sinks.elasticsearch.templates import POLICY_NAME, TEMPLATE_NAME, index_template
 from tests.opensearch_node.launcher import RunningNode, start_node
-from tests.sinks.elasticsearch.conftest import Journaled, make_shipper, ship_all
+from tests.sinks.elasticsearch.conftest import Journaled, journal_levels, make_shipper, ship_all
 from tests.sinks.elasticsearch.es_adapter import ElasticsearchFace
 
 STREAMS = ",".join(all_streams("default"))
@@ -63,17 +60,6 @@ def test_shipping_a_journal_gives_exactly_its_records_and_events(
     # The records are searchable by their fields: the HCCL fixture's EI0002 timeouts.
     coded = engine.count(STREAMS, {"term": {"error.code": "EI0002"}})
     assert coded > 0
-
-
-def journal_levels(directory: Path) -> Counter[str | None]:
-    levels: Counter[str | None] = Counter()
-    with JournalReader(directory) as reader:
-        position = Position()
-        while page := reader.blocks_after(position, 64):
-            for _, block in page:
-                levels.update(stored.level for stored in decode_block(block.payload))
-            position = page[-1][0]
-    return levels
 
 
 def test_a_min_level_leaves_the_records_below_it_in_the_journal_and_ships_the_rest(

@@ -1,0 +1,179 @@
+"""The Grafana dashboard and its provisioning files: well formed, laid out without overlaps, and
+asking only for metrics the agent exports. That every panel shows data from a real Prometheus
+scraping the real agent is tested end to end in test_alert_end_to_end.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from npuwatch.metrics import SelfMetrics
+from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
+from npuwatch.sinks.prometheus.log_metrics import LogMetrics
+from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
+from tests.deploy.prometheus_stack import REPOSITORY, binary
+
+GRAFANA = REPOSITORY / "grafana"
+DASHBOARD = GRAFANA / "dashboards" / "npuwatch-ascend.json"
+PROMETHEUS_OWN = frozenset({"up", "ALERTS"})
+"""Series Prometheus itself makes: scrape health and the alerts of alerts.yml."""
+_SELECTED_METRIC = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{")
+_GRID_WIDTH = 24
+
+
+def dashboard() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return loaded
+
+
+def panels() -> list[dict[str, Any]]:
+    return list(dashboard()["panels"])
+
+
+def panel_queries() -> Iterator[tuple[str, str]]:
+    """(panel title, PromQL) of every query of every panel."""
+    for panel in panels():
+        for target in panel.get("targets", []):
+            yield panel["title"], target["expr"]
+
+
+def queries() -> Iterator[tuple[str, str]]:
+    """(where, PromQL) of every query: panel targets, variables and annotations."""
+    yield from panel_queries()
+    for variable in dashboard()["templating"]["list"]:
+        if variable["type"] == "query":
+            yield f"variable {variable['name']}", variable["definition"]
+    for annotation in dashboard()["annotations"]["list"]:
+        yield f"annotation {annotation['name']}", annotation["expr"]
+
+
+def exported_metric_names() -> set[str]:
+    """Every series name the agent's registry can expose (counters with their `_total`)."""
+    registry = CollectorRegistry()
+    SelfMetrics(registry)
+    LogMetrics(registry)
+    DeviceMetrics(registry)
+    ProfilingMetrics(registry)
+    names = set()
+    for family in registry.collect():
+        names.add(family.name)
+        if family.type == "counter":
+            names.add(f"{family.name}_total")
+    return names
+
+
+def test_the_dashboard_has_a_stable_uid_a_title_and_unique_panel_ids() -> None:
+    board = dashboard()
+    assert board["uid"] == "npuwatch-ascend"
+    assert board["title"]
+    ids = [panel["id"] for panel in panels()]
+    assert len(ids) == len(set(ids))
+    titles = [panel["title"] for panel in panels()]
+    assert len(titles) == len(set(titles))  # the end-to-end test names panels by title
+
+
+def test_panels_fit_the_grid_without_overlapping() -> None:
+    taken: dict[tuple[int, int], str] = {}
+    for panel in panels():
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= _GRID_WIDTH, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, f"{panel['title']} overlaps {taken[(x, y)]}"
+                taken[(x, y)] = panel["title"]
+
+
+def test_every_query_uses_the_chosen_prometheus_data_source() -> None:
+    chosen = {"type": "prometheus", "uid": "${datasource}"}
+    for panel in panels():
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"] == chosen, panel["title"]
+        assert panel["targets"], f"{panel['title']} has no query"
+        for target in panel["targets"]:
+            assert target["datasource"] == chosen, panel["title"]
+    (source,) = [v for v in dashboard()["templating"]["list"] if v["type"] == "datasource"]
+    assert source["name"] == "datasource" and source["query"] == "prometheus"
+
+
+def test_every_query_asks_for_metrics_the_agent_exports() -> None:
+    exported = exported_metric_names() | PROMETHEUS_OWN
+    asked = {(where, name) for where, expr in queries() for name in _SELECTED_METRIC.findall(expr)}
+    unknown = sorted((where, name) for where, name in asked if name not in exported)
+    assert unknown == []
+    # Device, profiling, log and agent metrics each have panels.
+    names = {name for _, name in asked}
+    for prefix in ("ascend_npu_", "ascend_op_", "ascend_log_", "ascend_rule_", "npuwatch_"):
+        assert any(name.startswith(prefix) for name in names), prefix
+
+
+def as_grafana_sends_it(expr: str, host: str, rate_interval: str = "1m") -> str:
+    """A query with the dashboard's variables replaced as Grafana does: one host as a regex (its
+    backslashes escaped for the PromQL string), every NPU, and a rate interval."""
+    pattern = re.escape(host).replace("\\", "\\\\")
+    return (
+        expr.replace("$instance", pattern)
+        .replace("$npu", ".*")
+        .replace("$__rate_interval", rate_interval)
+    )
+
+
+@pytest.mark.integration
+def test_promtool_parses_every_query_of_the_dashboard(tmp_path: Path) -> None:
+    """Each query as a recording rule, so that Prometheus's own parser reads it."""
+    rules = [
+        {
+            "record": f"dashboard:query_{number}",
+            "expr": as_grafana_sends_it(expr, "npu-node-01.example"),
+        }
+        for number, (_, expr) in enumerate(queries())
+        if not expr.startswith("label_values(")  # Grafana's own function, not PromQL
+    ]
+    path = tmp_path / "dashboard-queries.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    checked = subprocess.run(
+        [binary("promtool", "prometheus"), "check", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"SUCCESS: {len(rules)} rules found" in checked.stdout
+
+
+def test_the_exported_names_would_catch_a_misspelt_metric() -> None:
+    exported = exported_metric_names()
+    assert "ascend_npu_hbm_used_bytes" in exported
+    assert "ascend_log_errors_total" in exported
+    assert "ascend_npu_hbm_use_bytes" not in exported
+
+
+def test_every_query_filters_by_the_host_variable() -> None:
+    """Choosing hosts at the top narrows every panel (vector(0) fallbacks aside)."""
+    for where, expr in queries():
+        if where == "variable instance":
+            continue
+        for selector in re.findall(r"\{[^}]*\}", expr):
+            assert 'instance=~"$instance"' in selector, (where, expr)
+
+
+@pytest.mark.parametrize(
+    "path", sorted((GRAFANA / "provisioning").rglob("*.yml")), ids=lambda path: path.name
+)
+def test_the_provisioning_files_are_grafana_version_1_files(path: Any) -> None:
+    content = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert content["apiVersion"] == 1
+    if path.parent.name == "dashboards":
+        (provider,) = content["providers"]
+        assert provider["type"] == "file" and provider["options"]["path"]
+    else:
+        (source,) = content["datasources"]
+        assert source["type"] == "prometheus" and source["url"].startswith("http")
