@@ -46,6 +46,9 @@ def _configure(args: argparse.Namespace) -> Any:
     return config.model_copy(update=changes) if changes else config
 
 
+_SEARCH_CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "opensearch")
+
+
 def run_agent(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="npuwatch: %(levelname)s %(message)s", stream=sys.stderr
@@ -53,6 +56,11 @@ def run_agent(args: argparse.Namespace) -> int:
     # watchdog logs an ERROR when its observer is stopped with events in flight; the events are
     # hints and the rescan covers them, so that is no operator's business.
     logging.getLogger("watchdog").setLevel(logging.CRITICAL)
+    # The search clients log every request at INFO (`POST …/_bulk [status:200 …]`): a line a
+    # second in the journal of every host while shipping. The sink logs what goes wrong itself.
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        for client in _SEARCH_CLIENT_LOGGERS:
+            logging.getLogger(client).setLevel(logging.WARNING)
     try:
         config = _configure(args)
     except ConfigUnreadable as error:

@@ -1,5 +1,5 @@
-"""The real agent shipping to the real OpenSearch node: `npuwatch es setup|check`, and kill -9
-while shipping loses nothing and duplicates nothing."""
+"""The real agent shipping to the real OpenSearch node: `npuwatch es setup|check`, kill -9
+while shipping loses nothing and duplicates nothing, and the agent's log stays quiet."""
 
 from __future__ import annotations
 
@@ -60,7 +60,9 @@ def npuwatch(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def start_agent(config: Path) -> subprocess.Popen[bytes]:
+def start_agent(
+    config: Path, log_level: str = "ERROR", stderr: int | None = None
+) -> subprocess.Popen[bytes]:
     env = {key: value for key, value in os.environ.items() if key != "NOTIFY_SOCKET"}
     return subprocess.Popen(
         [
@@ -71,9 +73,10 @@ def start_agent(config: Path) -> subprocess.Popen[bytes]:
             "--config",
             str(config),
             "--log-level",
-            "ERROR",
+            log_level,
         ],
         env=env,
+        stderr=stderr,
     )
 
 
@@ -151,3 +154,29 @@ def test_kill_9_while_shipping_loses_nothing_and_duplicates_nothing(
             agent.kill()
             agent.wait()
         engine.close()
+
+
+def test_shipping_at_info_logs_the_agents_lines_not_one_per_bulk_request(
+    node: RunningNode, tmp_path: Path
+) -> None:
+    """The search clients log every request at INFO; on a host that ships all day, that would
+    be a line a second in its journal."""
+    namespace = "quiet"
+    config = write_config(tmp_path, node, namespace)
+    assert "installed" in npuwatch("es", "setup", "--replicas", "0", config=config).stdout
+    lines = [plog_line(700, n, "INFO", "StreamSynchronize") for n in range(1000)]
+    plog_path(tmp_path / "logs", 700).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    engine = SearchEngine(Connection("opensearch", (node.url,)))
+    agent = start_agent(config, log_level="INFO", stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while stream_counts(engine, namespace)[0] < len(lines) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert stream_counts(engine, namespace)[0] == len(lines)  # 10 bulk requests at least
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        _, stderr = agent.communicate(timeout=60)
+        engine.close()
+    logged = stderr.decode()
+    assert "npuwatch: INFO" in logged  # the agent's own lines are there
+    assert "_bulk" not in logged, logged[-2000:]
