@@ -64,14 +64,15 @@ def _describe(config: Config) -> None:
         state = "" if folder.is_dir() else " (does not exist yet: runs are found once it does)"
         out.write(f"profiling runs: {folder}{state}\n")
     out.write(f"search engine: {_search_sink(config)}\n")
+    out.write(f"prometheus: {_metrics_endpoint(config)}\n")
+
+
+def _metrics_endpoint(config: Config) -> str:
     prometheus = config.sinks.prometheus
-    tls = (
-        " (TLS/auth from " + str(prometheus.web_config_file) + ")"
-        if prometheus.web_config_file
-        else ""
-    )
-    metrics = f"/metrics on {prometheus.listen}{tls}" if prometheus.enabled else "off"
-    out.write(f"prometheus: {metrics}\n")
+    if not prometheus.enabled:
+        return "off (sinks.prometheus.enabled = false)"
+    web = prometheus.web_config_file
+    return f"/metrics on {prometheus.listen}" + (f" (TLS/auth from {web})" if web else "")
 
 
 def _search_sink(config: Config) -> str:

@@ -44,9 +44,6 @@ def record_id(host: str, file_key: str, offset: int | str) -> str:
     return base64.urlsafe_b64encode(digest).decode("ascii")
 
 
-SHIP_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-"""The choices of the sink's `min_level`, lowest first."""
-
 _LEVEL_RANKS = {
     "TRACE": 0,
     "DEBUG": 0,
