@@ -47,7 +47,11 @@ from tests.deploy.prometheus_stack import (
     write_alertmanager_config,
     write_prometheus_config,
 )
-from tests.deploy.test_grafana_dashboard import as_grafana_sends_it, dashboard, panel_queries
+from tests.deploy.test_grafana_dashboard import (
+    as_grafana_sends_it,
+    panel_queries,
+    variable_queries,
+)
 from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples, table_only, with_hbm_used
 
 pytestmark = pytest.mark.integration
@@ -447,14 +451,9 @@ def test_every_panel_of_the_grafana_dashboard_shows_the_agents_data_in_prometheu
         assert results[title] == [], f"{title} shows data although {reason}"
 
     # The dashboard's variables: hosts from npuwatch_build_info, NPUs from the device gauges.
-    variables = {v["name"]: v for v in dashboard()["templating"]["list"] if v["type"] == "query"}
+    variables = variable_queries()
     for name, expected in (("instance", INSTANCE), ("npu", "0")):
-        found = LABEL_VALUES.fullmatch(variables[name]["definition"])
-        assert found is not None, variables[name]["definition"]
-        selector, label = found.groups()
+        selector, label = variables[name]
         match = urllib.parse.urlencode({"match[]": as_grafana_sends_it(selector, INSTANCE)})
         values = fetch_json(f"{stack.prometheus_url}/api/v1/label/{label}/values?{match}")["data"]
         assert expected in values, (name, values)
-
-
-LABEL_VALUES = re.compile(r"label_values\((.+), (\w+)\)")

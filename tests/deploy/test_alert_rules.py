@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.deploy.promql_names import exported_metric_names
 
 FOLDER = REPO / "deploy" / "prometheus"
 ALERTS = FOLDER / "alerts.yml"
@@ -27,37 +28,9 @@ SEVERITIES = {"critical", "warning", "info"}
 AGENT_PORT = 9816
 TIMEOUT_ALERTS = {"AscendCollectiveWatchdogTimeout", "AscendHcclTimeout", "AscendTaskTimeout"}
 
-EXPORTED_METRICS = {
-    "ascend_log_records_total",
-    "ascend_log_errors_total",
-    "ascend_rule_events_total",
-    "ascend_log_last_record_timestamp_seconds",
-    "npuwatch_files_open",
-    "npuwatch_read_bytes_total",
-    "npuwatch_read_lag_seconds",
-    "npuwatch_files_deleted_unread_total",
-    "npuwatch_deleted_unread_bytes_total",
-    "npuwatch_journal_bytes",
-    "npuwatch_journal_unavailable",
-    "npuwatch_checkpoint_age_seconds",
-    "npuwatch_shipped_total",
-    "npuwatch_dead_letters_total",
-    "npuwatch_ship_retries_total",
-    "npuwatch_last_shipment_timestamp_seconds",
-    "npuwatch_ship_backlog_seconds",
-    "ascend_npu_hbm_used_bytes",
-    "ascend_npu_hbm_total_bytes",
-    "ascend_npu_memory_used_bytes",
-    "ascend_npu_memory_total_bytes",
-    "ascend_npu_temperature_celsius",
-    "ascend_npu_power_watts",
-    "ascend_npu_aicore_utilization_ratio",
-    "ascend_npu_health_status",
-    "npuwatch_npu_smi_up",
-    "npuwatch_npu_smi_polls_total",
-    "npuwatch_npu_smi_last_success_timestamp_seconds",
-}
-"""What the agent's /metrics exposes (besides Prometheus's own `up`)."""
+EXPORTED_METRICS = exported_metric_names()
+"""What the agent's /metrics can expose (besides Prometheus's own `up`), read from its
+collectors: a metric renamed in the code fails here, not silently in production."""
 
 METRIC_NAME = re.compile(r"(?<![\w:])((?:ascend|npuwatch)_[a-z0-9_]+)(?![\w:])")
 RECORDED_NAME = re.compile(r"(?<![\w:])(npuwatch:[a-z0-9_]+:[a-z0-9_]+)(?![\w:])")

@@ -13,19 +13,12 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 
-from npuwatch.metrics import SelfMetrics
-from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
-from npuwatch.sinks.prometheus.log_metrics import LogMetrics
-from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
 from tests.deploy.prometheus_stack import REPOSITORY, binary
+from tests.deploy.promql_names import PROMETHEUS_OWN, exported_metric_names, metric_names
 
 GRAFANA = REPOSITORY / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "npuwatch-ascend.json"
-PROMETHEUS_OWN = frozenset({"up", "ALERTS"})
-"""Series Prometheus itself makes: scrape health and the alerts of alerts.yml."""
-_SELECTED_METRIC = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{")
 _GRID_WIDTH = 24
 
 
@@ -45,29 +38,29 @@ def panel_queries() -> Iterator[tuple[str, str]]:
             yield panel["title"], target["expr"]
 
 
+LABEL_VALUES = re.compile(r"label_values\((.+), (\w+)\)")
+"""Grafana's `label_values(selector, label)`: the values of `label` in the series `selector`
+finds (a call to Prometheus's label API, not PromQL)."""
+
+
+def variable_queries() -> dict[str, tuple[str, str]]:
+    """(selector, label) of each query variable, by name."""
+    found = {}
+    for variable in dashboard()["templating"]["list"]:
+        if variable["type"] == "query":
+            match = LABEL_VALUES.fullmatch(variable["definition"])
+            assert match is not None, variable["definition"]
+            found[variable["name"]] = (match[1], match[2])
+    return found
+
+
 def queries() -> Iterator[tuple[str, str]]:
     """(where, PromQL) of every query: panel targets, variables and annotations."""
     yield from panel_queries()
-    for variable in dashboard()["templating"]["list"]:
-        if variable["type"] == "query":
-            yield f"variable {variable['name']}", variable["definition"]
+    for name, (selector, _) in variable_queries().items():
+        yield f"variable {name}", selector
     for annotation in dashboard()["annotations"]["list"]:
         yield f"annotation {annotation['name']}", annotation["expr"]
-
-
-def exported_metric_names() -> set[str]:
-    """Every series name the agent's registry can expose (counters with their `_total`)."""
-    registry = CollectorRegistry()
-    SelfMetrics(registry)
-    LogMetrics(registry)
-    DeviceMetrics(registry)
-    ProfilingMetrics(registry)
-    names = set()
-    for family in registry.collect():
-        names.add(family.name)
-        if family.type == "counter":
-            names.add(f"{family.name}_total")
-    return names
 
 
 def test_the_dashboard_has_a_stable_uid_a_title_and_unique_panel_ids() -> None:
@@ -106,7 +99,7 @@ def test_every_query_uses_the_chosen_prometheus_data_source() -> None:
 
 def test_every_query_asks_for_metrics_the_agent_exports() -> None:
     exported = exported_metric_names() | PROMETHEUS_OWN
-    asked = {(where, name) for where, expr in queries() for name in _SELECTED_METRIC.findall(expr)}
+    asked = {(where, name) for where, expr in queries() for name in metric_names(expr)}
     unknown = sorted((where, name) for where, name in asked if name not in exported)
     assert unknown == []
     # Device, profiling, log and agent metrics each have panels.
@@ -135,7 +128,6 @@ def test_promtool_parses_every_query_of_the_dashboard(tmp_path: Path) -> None:
             "expr": as_grafana_sends_it(expr, "npu-node-01.example"),
         }
         for number, (_, expr) in enumerate(queries())
-        if not expr.startswith("label_values(")  # Grafana's own function, not PromQL
     ]
     path = tmp_path / "dashboard-queries.yml"
     path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
@@ -147,6 +139,14 @@ def test_promtool_parses_every_query_of_the_dashboard(tmp_path: Path) -> None:
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"SUCCESS: {len(rules)} rules found" in checked.stdout
+
+
+def test_the_names_of_a_query_are_its_metrics_only() -> None:
+    expr = (
+        'sum by (instance, code) ((foo_total{instance=~"$instance"} unless foo_total offset '
+        '$__rate_interval) or increase(bar_seconds_total{a="b{c}"}[5m])) > 0.5 and on (job) up'
+    )
+    assert metric_names(expr) == {"foo_total", "bar_seconds_total", "up"}
 
 
 def test_the_exported_names_would_catch_a_misspelt_metric() -> None:

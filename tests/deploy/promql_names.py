@@ -1,0 +1,54 @@
+"""Which metrics a PromQL expression asks for, and which the agent exports: so that an alert
+or a dashboard panel naming a metric the agent never writes fails a test, not a 3 a.m. page
+that never comes."""
+
+from __future__ import annotations
+
+import re
+
+from prometheus_client import CollectorRegistry
+
+from npuwatch.metrics import SelfMetrics
+from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
+from npuwatch.sinks.prometheus.log_metrics import LogMetrics
+from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
+
+PROMETHEUS_OWN = frozenset({"up", "ALERTS"})
+"""Series Prometheus itself makes: scrape health and the alerts of alerts.yml."""
+
+_NOT_NAMES = frozenset(
+    {
+        "by", "on", "without", "ignoring", "group_left", "group_right", "offset", "bool",
+        "and", "or", "unless", "inf", "nan",
+        "sum", "min", "max", "avg", "count", "group", "stddev", "stdvar", "topk", "bottomk",
+        "quantile", "count_values",
+    }
+)  # fmt: skip
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_MATCHERS = re.compile(r"\{[^}]*\}")
+_LABEL_LIST = re.compile(r"\b(by|on|without|ignoring|group_left|group_right)\s*\([^)]*\)")
+_RANGE = re.compile(r"\[[^\]]*\]")
+# An identifier that is not a function call, a variable ($x) or part of a number or a name.
+_IDENTIFIER = re.compile(r"(?<![\w.:$])[a-zA-Z_:][a-zA-Z0-9_:]*+(?!\s*\()")
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names in `expr`: strings, label matchers, label lists and ranges removed,
+    then every identifier that is neither a function, an operator nor a keyword."""
+    bare = _RANGE.sub("", _LABEL_LIST.sub(r"\1", _MATCHERS.sub("", _STRING.sub('""', expr))))
+    return {name for name in _IDENTIFIER.findall(bare) if name not in _NOT_NAMES}
+
+
+def exported_metric_names() -> set[str]:
+    """Every series name the agent's registry can expose (counters with their `_total`)."""
+    registry = CollectorRegistry()
+    SelfMetrics(registry)
+    LogMetrics(registry)
+    DeviceMetrics(registry)
+    ProfilingMetrics(registry)
+    names = set()
+    for family in registry.collect():
+        names.add(family.name)
+        if family.type == "counter":
+            names.add(f"{family.name}_total")
+    return names
