@@ -17,9 +17,10 @@ from typing import Any, NamedTuple
 
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.documents import to_record
+from npuwatch.journal.rows import NOTABLE_LEVELS
 from npuwatch.journal.segment import StoredBlock
 from npuwatch.parsers.telemetry import TELEMETRY_KINDS
-from npuwatch.records import format_timestamp
+from npuwatch.records import ERROR_LEVELS, format_timestamp
 from npuwatch.sinks.elasticsearch.streams import dataset_of, events_stream, record_stream
 
 
@@ -48,13 +49,10 @@ _LEVEL_RANKS = {
     "TRACE": 0,
     "DEBUG": 0,
     "INFO": 1,
-    "EVENT": 2,  # CANN's [EVENT] lines (device and process events) rank with warnings
-    "WARNING": 2,
-    "WARN": 2,
-    "ERROR": 3,
-    "EXCEPTION": 3,
-    "CRITICAL": 3,
-    "FATAL": 3,
+    # What the journal indexes as notable (WARNING, EVENT…) ranks with warnings, and the error
+    # levels above them: one definition of each, shared with `grep`'s index.
+    **dict.fromkeys(NOTABLE_LEVELS, 2),
+    **dict.fromkeys(ERROR_LEVELS, 3),
 }
 
 
