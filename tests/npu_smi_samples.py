@@ -31,6 +31,21 @@ def load_doc_samples(path: Path = FORMATS_DOC) -> dict[str, str]:
     return named_by_section(tables)
 
 
+_DETAIL_SECTIONS = ("5", "6", "7")
+
+
+def load_detail_samples(path: Path = FORMATS_DOC) -> dict[str, str]:
+    """Every fenced block of the doc's §5–§7 (the `-t <type>`, `-m`, `-l` and `-t topo`
+    outputs), by section heading (`6#2`, `7.1`)."""
+    return named_by_section(
+        [
+            (section, "\n".join(lines) + "\n")
+            for section, lines in fenced_blocks(path)
+            if section.split(".")[0] in _DETAIL_SECTIONS
+        ]
+    )
+
+
 def table_only(sample: str) -> str:
     """A sample without the shell prompt line some posters pasted above the table."""
     return "\n".join(x for x in sample.splitlines() if not x.lstrip().startswith("$")) + "\n"

@@ -10,8 +10,6 @@ paragraph as chip 1 with one value changed.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from npuwatch.parsers.npu_smi import Problem
@@ -28,23 +26,9 @@ from npuwatch.parsers.npu_smi_details import (
     parse_key_value_output,
     parse_topology,
 )
-from tests.formats_doc import fenced_blocks, named_by_section
-from tests.npu_smi_samples import FORMATS_DOC
+from tests.npu_smi_samples import load_detail_samples
 
 MIB = 1024 * 1024
-
-_DETAIL_SECTIONS = ("5", "6", "7")
-
-
-def load_detail_samples(path: Path = FORMATS_DOC) -> dict[str, str]:
-    """Every fenced block of the doc's §5–§7, by section heading (`6#2`, `7.1`)."""
-    return named_by_section(
-        [
-            (section, "\n".join(lines) + "\n")
-            for section, lines in fenced_blocks(path)
-            if section.split(".")[0] in _DETAIL_SECTIONS
-        ]
-    )
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,10 @@ examples:
 The first step of every investigation, in the order Ascend users diagnose: the environment (CANN
 toolkit, driver, firmware, torch and torch_npu), then the devices (container, /dev/davinci*
 nodes, npu-smi and the health of every chip), then the logs (the ASCEND_* log variables and the
-folder CANN writes to: its size, how fast it grows, the age of its newest file).
+folder CANN writes to: its size, how fast it grows, the age of its newest file). When npu-smi
+answers, doctor also asks it for the firmware each NPU runs (`-t board -i N`: a container seldom
+has the firmware's version file; NPUs on different firmware, or not yet on the installed one,
+warn) and, for a chip that is not OK, for its alarm code (`-t health -i N -c C`).
 
 Each check is ok, warn (works, but will hurt: DEBUG logging on, a full disk), fail (broken: a
 chip not OK, a container without its /dev/davinci*, npu-smi erroring) or absent (not on this

@@ -130,6 +130,17 @@ def npu_smi_environ(tmp_path: Path, sample: str, **overrides: str) -> dict[str, 
 FAKE_NPU_SMI_COMMAND = (str(FAKE_NPU_SMI), "info")
 
 
+def npu_smi_replies(tmp_path: Path, replies: dict[str, str]) -> dict[str, str]:
+    """Environment entries that make FAKE_NPU_SMI answer `info -t board -i 0` and the like.
+
+    `replies` maps the arguments after `info` (`"-t board -i 0"`) to the output to print.
+    """
+    folder = tmp_path / "npu-smi-replies"
+    for arguments, text in replies.items():
+        write(folder / ("_".join(["info", *arguments.split()]) + ".txt"), text)
+    return {"NPUWATCH_FAKE_NPU_SMI_REPLIES": str(folder)}
+
+
 def fake_host(
     tmp_path: Path,
     environ: dict[str, str] | None = None,

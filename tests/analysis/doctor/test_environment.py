@@ -108,12 +108,12 @@ def test_no_driver_at_all_is_absent(tmp_path: Path) -> None:
 def test_the_firmware_version_is_read(tmp_path: Path) -> None:
     host = fake_host(tmp_path)
     install_firmware(host.root, "7.1.0.3.220")
-    check = firmware_check(host, None)
+    check = firmware_check(host, None, {})
     assert (check.status, check.facts["version"]) == ("ok", "7.1.0.3.220")
 
 
 def test_missing_firmware_in_a_container_is_absent_and_explained(tmp_path: Path) -> None:
-    check = firmware_check(fake_host(tmp_path), "/.dockerenv")
+    check = firmware_check(fake_host(tmp_path), "/.dockerenv", {})
     assert check.status == "absent"
     assert "containers seldom mount it" in check.detail
 
@@ -121,7 +121,42 @@ def test_missing_firmware_in_a_container_is_absent_and_explained(tmp_path: Path)
 def test_an_unreadable_version_file_counts_as_missing(tmp_path: Path) -> None:
     host = fake_host(tmp_path)
     (host.root / "usr/local/Ascend/firmware/version.info").mkdir(parents=True)
-    assert firmware_check(host, None).status == "absent"
+    assert firmware_check(host, None, {}).status == "absent"
+
+
+def test_without_a_version_file_the_firmware_the_npus_run_is_reported(tmp_path: Path) -> None:
+    check = firmware_check(fake_host(tmp_path), "/.dockerenv", {0: "7.1.0.7.220", 1: "7.1.0.7.220"})
+    assert check.status == "ok"
+    assert check.detail.startswith("7.1.0.7.220 (from npu-smi info -t board; no ")
+    assert check.facts["version"] == "7.1.0.7.220"
+    assert check.facts["running"] == {"0": "7.1.0.7.220", "1": "7.1.0.7.220"}
+
+
+def test_installed_firmware_the_npus_run_is_ok(tmp_path: Path) -> None:
+    host = fake_host(tmp_path)
+    install_firmware(host.root, "7.1.0.7.220")
+    check = firmware_check(host, None, {0: "7.1.0.7.220"})
+    assert (check.status, check.detail.endswith("; the NPUs run it")) == ("ok", True)
+
+
+def test_installed_firmware_not_yet_running_asks_for_a_power_cycle(tmp_path: Path) -> None:
+    host = fake_host(tmp_path)
+    install_firmware(host.root, "7.8.0.6.201")
+    check = firmware_check(host, None, {0: "7.1.0.7.220", 1: "7.1.0.7.220"})
+    assert check.status == "warn"
+    assert "is installed, but the NPUs run 7.1.0.7.220" in check.detail
+    assert check.action is not None and check.action.startswith("power-cycle the host")
+
+
+def test_npus_running_different_firmware_are_named(tmp_path: Path) -> None:
+    host = fake_host(tmp_path)
+    install_firmware(host.root, "7.1.0.7.220")
+    running = {0: "7.1.0.7.220", 1: "7.1.0.7.220", 7: "7.1.0.6.100"}
+    check = firmware_check(host, None, running)
+    assert (check.status, check.detail) == (
+        "warn",
+        "the NPUs run different firmware: 7.1.0.7.220 on NPU 0, 1; 7.1.0.6.100 on NPU 7",
+    )
 
 
 def frameworks(tmp_path: Path, **packages: str) -> dict[str, tuple[str, str]]:

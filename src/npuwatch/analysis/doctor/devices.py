@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from npuwatch.analysis.doctor.wording import are, celsius, count_of, human_bytes
 from npuwatch.collector.npu_smi_command import NpuSmiFailed, NpuSmiUnavailable, run_npu_smi
 
 if TYPE_CHECKING:
+    from npuwatch.analysis.doctor.chip_details import HealthAlarm
     from npuwatch.parsers.npu_smi import NpuChip, NpuSmiReport
 
 MANAGEMENT_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
@@ -226,14 +227,22 @@ def npu_smi_check(outcome: NpuSmiOutcome, container: str | None, evidence: NpuEv
     return check("ok", detail)
 
 
-def chip_checks(outcome: NpuSmiOutcome) -> list[Check]:
-    """One check per chip that npu-smi listed, its status from the chip's Health."""
+def chip_checks(
+    outcome: NpuSmiOutcome, alarms: Mapping[tuple[int, int], HealthAlarm] | None = None
+) -> list[Check]:
+    """One check per chip that npu-smi listed, its status from the chip's Health.
+
+    `alarms` holds what `npu-smi info -t health` said of the chips that are not OK.
+    """
     if outcome.report is None:
         return []
-    return [_chip_check(chip) for chip in outcome.report.chips]
+    alarms = alarms or {}
+    return [
+        _chip_check(chip, alarms.get((chip.npu_id, chip.chip_id))) for chip in outcome.report.chips
+    ]
 
 
-def _chip_check(chip: NpuChip) -> Check:
+def _chip_check(chip: NpuChip, alarm: HealthAlarm | None) -> Check:
     parts = [f"{chip.name} {chip.health}"]
     if chip.temperature_celsius is not None:
         parts.append(celsius(chip.temperature_celsius))
@@ -248,7 +257,15 @@ def _chip_check(chip: NpuChip) -> Check:
         parts.append(f"memory {memory} / {human_bytes(chip.memory_total_bytes)}")
     status: Status = "ok" if chip.healthy else "warn" if chip.health == "Warning" else "fail"
     action = None
-    if status != "ok":
+    code = alarm.error_code if alarm else None
+    if code is not None:
+        information = alarm.information if alarm else None
+        parts.append(f"error code {code}" + (f" ({information})" if information else ""))
+        action = (
+            f"look {code} up in the health alarm reference of the NPU's hardware guide; "
+            "the device log under /var/log/npu/slog says why"
+        )
+    elif status != "ok":
         action = (
             f"npu-smi info -t health -i {chip.npu_id} -c {chip.chip_id} for the alarm codes; "
             "the device log under /var/log/npu/slog says why"
@@ -272,5 +289,7 @@ def _chip_check(chip: NpuChip) -> Check:
             "memory_used_bytes": chip.memory_used_bytes,
             "memory_total_bytes": chip.memory_total_bytes,
             "bus_id": chip.bus_id,
+            "health_error_code": code,
+            "health_error_information": alarm.information if alarm else None,
         },
     )

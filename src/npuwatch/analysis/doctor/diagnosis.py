@@ -8,6 +8,7 @@ in a container with the toolkit but no /dev/davinci*, the container lacks its de
 from __future__ import annotations
 
 from npuwatch.analysis.doctor.agent_config import agent_config_check
+from npuwatch.analysis.doctor.chip_details import read_chip_details
 from npuwatch.analysis.doctor.container import container_evidence
 from npuwatch.analysis.doctor.devices import (
     NpuEvidence,
@@ -47,15 +48,16 @@ def diagnose(host: Host, options: DoctorOptions | None = None) -> Diagnosis:
         torch_npu=host.package_version("torch_npu") is not None,
     )
     report = npu_smi.report
+    details = read_chip_details(host, options.npu_smi, options.npu_smi_timeout_s, report)
     checks = [
         toolkit_check(toolkits),
         driver_check(host, report.driver_version if report else None),
-        firmware_check(host, container),
+        firmware_check(host, container, details.firmware),
         *frameworks,
         container_check(container),
         device_node_check(nodes, container, evidence),
         npu_smi_check(npu_smi, container, evidence),
-        *chip_checks(npu_smi),
+        *chip_checks(npu_smi, details.alarms),
         *log_setting_checks(host.environ),
         log_folder_check(host, options),
         agent_config_check(host),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from npuwatch.analysis.doctor.host import Host
 from npuwatch.analysis.doctor.report import Check, Status
@@ -111,23 +112,54 @@ def driver_check(host: Host, npu_smi_driver: str | None) -> Check:
     return Check("cann.driver", "environment", "driver", "ok", detail, facts=facts)
 
 
-def firmware_check(host: Host, container: str | None) -> Check:
+def firmware_check(host: Host, container: str | None, running: Mapping[int, str]) -> Check:
+    """The installed firmware (version.info) and what each NPU runs (`npu-smi info -t board`).
+
+    A firmware upgrade takes effect only after a power cycle, so an installed version that no
+    NPU runs, or NPUs that run different versions, means a host not rebooted since an upgrade
+    (or an upgrade that failed on some NPUs).
+    """
     found = read_version_file(host.at(FIRMWARE_VERSION_FILE))
+    npus_of: dict[str, list[int]] = {}
+    for npu_id, version in sorted(running.items()):
+        npus_of.setdefault(version, []).append(npu_id)
+    # The version most NPUs run first: the others are the ones left behind.
+    by_version = dict(sorted(npus_of.items(), key=lambda item: -len(item[1])))
     facts: dict[str, object] = {
-        "version": found.version if found else None,
+        "version": found.version if found else next(iter(by_version), None),
         "version_file": str(found.path) if found else None,
+        "running": {str(npu_id): version for npu_id, version in sorted(running.items())},
     }
-    if found is None:
-        where = " (containers seldom mount it)" if container else ""
-        return Check(
-            "cann.firmware",
-            "environment",
-            "firmware",
-            "absent",
-            f"not found — no {FIRMWARE_VERSION_FILE}{where}",
-            facts=facts,
+
+    def check(status: Status, detail: str, action: str | None = None) -> Check:
+        return Check("cann.firmware", "environment", "firmware", status, detail, action, facts)
+
+    if len(by_version) > 1:
+        spread = "; ".join(
+            f"{version} on NPU {', '.join(map(str, npus))}" for version, npus in by_version.items()
         )
-    return Check("cann.firmware", "environment", "firmware", "ok", _describe(found), facts=facts)
+        return check(
+            "warn",
+            f"the NPUs run different firmware: {spread}",
+            "install the firmware package again and power-cycle the host, so that every NPU "
+            "runs one version",
+        )
+    if found is None:
+        if by_version:
+            version = next(iter(by_version))
+            return check(
+                "ok", f"{version} (from npu-smi info -t board; no {FIRMWARE_VERSION_FILE} here)"
+            )
+        where = " (containers seldom mount it)" if container else ""
+        return check("absent", f"not found — no {FIRMWARE_VERSION_FILE}{where}")
+    if by_version and found.version.lower() not in {v.lower() for v in by_version}:
+        return check(
+            "warn",
+            f"{_describe(found)} is installed, but the NPUs run {next(iter(by_version))}",
+            "power-cycle the host: an upgraded firmware runs only after a reboot",
+        )
+    agreed = "; the NPUs run it" if by_version else ""
+    return check("ok", _describe(found) + agreed)
 
 
 def framework_checks(host: Host) -> list[Check]:
