@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -371,6 +372,22 @@ class SearchSinkSection(BaseModel):
         description="where refused documents are kept; relative paths are under "
         "state_directory (default dead-letter/<flavour>.jsonl)",
     )
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts_are_urls(cls, value: list[str]) -> list[str]:
+        for host in value:
+            parts = urlsplit(host)
+            example = f"https://{host or 'es-1.example.internal:9200'}"
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    f"{host!r} is not a URL: write it as {example} (http:// without TLS)"
+                )
+            try:
+                parts.port  # noqa: B018 - reading it checks it
+            except ValueError:
+                raise ValueError(f"{host!r}: the port is not a number") from None
+        return value
 
     @field_validator("namespace")
     @classmethod

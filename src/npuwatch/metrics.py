@@ -7,6 +7,8 @@ The next hop (`/metrics`) exposes whatever registry the agent built.
 
 from __future__ import annotations
 
+import threading
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
 from npuwatch import __version__
@@ -137,17 +139,22 @@ class SelfMetrics:
             ["result"],
             registry=r,
         )
+        # Registered by `npu_smi_polled`, at the first poll that found npu-smi: a host where
+        # nothing polls (no driver, or [devices] off) must not export `npuwatch_npu_smi_up 0`,
+        # which NpuwatchNpuSmiFailing reads as a driver in trouble.
         self.npu_smi_up = Gauge(
             "npuwatch_npu_smi_up",
             "1 when the last npu-smi poll gave device readings, 0 when it failed (absent while "
-            "polling is disabled).",
-            registry=r,
+            "polling is disabled or npu-smi is not installed).",
+            registry=None,
         )
         self.npu_smi_last_success = Gauge(
             "npuwatch_npu_smi_last_success_timestamp_seconds",
             "When npu-smi last gave device readings (Unix time).",
-            registry=r,
+            registry=None,
         )
+        self._npu_smi_exported = False
+        self._npu_smi_lock = threading.Lock()
 
         self.profiling_runs = Counter(
             "npuwatch_profiling_runs",
@@ -166,6 +173,17 @@ class SelfMetrics:
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds: the agent
         # runs next to training jobs, so its own footprint is something operators watch.
         ProcessCollector(registry=r)
+
+    def npu_smi_polled(self, up: bool, wall: float) -> None:
+        """Record one poll of npu-smi that found the program (answered or failed)."""
+        with self._npu_smi_lock:
+            if not self._npu_smi_exported:
+                self.registry.register(self.npu_smi_up)
+                self.registry.register(self.npu_smi_last_success)
+                self._npu_smi_exported = True
+        self.npu_smi_up.set(1 if up else 0)
+        if up:
+            self.npu_smi_last_success.set(wall)
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """The current value of a sample by its exposed name (for tests and the status line)."""

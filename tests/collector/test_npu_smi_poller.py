@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from npuwatch.collector.npu_smi_command import (
     NpuSmiFailed,
@@ -227,7 +228,9 @@ def test_without_npu_smi_polling_turns_off_with_one_log_line(
     (line,) = caplog.messages
     assert line.startswith("npu-smi-not-installed-here not found")
     assert "device telemetry is off" in line
-    assert rig.metrics.registry.get_sample_value("npuwatch_npu_smi_up") == 0  # never set
+    # Absent, not 0: NpuwatchNpuSmiFailing must not page for a host without npu-smi.
+    assert rig.metrics.registry.get_sample_value("npuwatch_npu_smi_up") is None
+    assert "npuwatch_npu_smi_up" not in generate_latest(rig.metrics.registry).decode()
     with pytest.raises(NpuSmiUnavailable):
         run_npu_smi(["npu-smi-not-installed-here", "info"])
 

@@ -109,6 +109,8 @@ def test_the_log_dir_option_is_measured(tmp_path: Path, capsys: pytest.CaptureFi
         (["--log-dir", "/no/such/log"], "--log-dir /no/such/log: no such folder"),
         (["--npu-smi", ""], "--npu-smi '': the npu-smi command is empty"),
         (["--sample-seconds", "-1"], "--sample-seconds -1: give 0 (skip) or a number"),
+        (["--sample-seconds", "inf"], "--sample-seconds inf: give 0 (skip) or a number"),
+        (["--sample-seconds", "1e12"], "--sample-seconds 1e+12: give 0 (skip) or a number"),
     ],
 )
 def test_bad_options_are_one_line_on_stderr_and_exit_2(

@@ -42,7 +42,8 @@ def metric_names(expr: str) -> set[str]:
 def exported_metric_names() -> set[str]:
     """Every series name the agent's registry can expose (counters with their `_total`)."""
     registry = CollectorRegistry()
-    SelfMetrics(registry)
+    # As on a host whose npu-smi has been polled: its gauges are exported from then on.
+    SelfMetrics(registry).npu_smi_polled(up=True, wall=0.0)
     LogMetrics(registry)
     DeviceMetrics(registry)
     ProfilingMetrics(registry)

@@ -76,6 +76,9 @@ HBM_FIRING_WITHIN = 420.0
 poll and scrape, and slack (expected: about 305)."""
 
 CANN_TIME = re.compile(r"\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}\.\d{3}")
+WATCHDOG_RULE = "hccl.watchdog-timeout"
+WATCHDOG_ALERT = "AscendCollectiveWatchdogTimeout"
+C10_TIME = re.compile(r"\[E\d{3,4} \d\d:\d\d:\d\d\.\d{9}")
 
 
 def cann_time(moment: datetime) -> str:
@@ -90,11 +93,25 @@ def plog_record(module: str, source: str, text: str, moment: datetime) -> str:
 
 def timeout_line(moment: datetime) -> str:
     """The rule's own plog example of an HCCL notify-wait timeout, written at `moment`."""
-    pack = yaml.safe_load(PACK.read_text(encoding="utf-8"))
-    (rule,) = [rule for rule in pack["rules"] if rule["id"] == RULE]
-    (line,) = [line for line in rule["examples"]["match"] if line.startswith("[ERROR] HCCL(")]
+    line = rule_example(RULE, "[ERROR] HCCL(")
     assert f"HCCL({PID}," in line, line
     return CANN_TIME.sub(cann_time(moment), line)
+
+
+def rule_example(rule_id: str, starts: str) -> str:
+    pack = yaml.safe_load(PACK.read_text(encoding="utf-8"))
+    (rule,) = [rule for rule in pack["rules"] if rule["id"] == rule_id]
+    (line,) = [line for line in rule["examples"]["match"] if line.startswith(starts)]
+    return str(line)
+
+
+def watchdog_line(moment: datetime) -> str:
+    """The rule's own example of torch_npu's ProcessGroupHCCL watchdog taking a rank down (a
+    c10 line of the training job's console log), written at `moment`."""
+    line = rule_example(WATCHDOG_RULE, "[rank5]:[E")
+    stamp = f"[E{moment.month}{moment.day:02d} {moment:%H:%M:%S}.{moment.microsecond * 1000:09d}"
+    assert C10_TIME.search(line), line
+    return C10_TIME.sub(stamp, line)
 
 
 def synchronize_lines(moment: datetime, first_task: int, count: int) -> list[str]:
@@ -122,6 +139,7 @@ class Stack:
     prometheus_url: str
     agent_url: str
     plog: Path
+    console: Path
     webhook: WebhookReceiver
     processes: list[LoggedProcess] = field(default_factory=list)
     agent_started: float = 0.0
@@ -170,6 +188,8 @@ def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
     plog_folder = logs / "debug" / "plog"
     plog_folder.mkdir(parents=True)
     append(plog_path(folder, started), synchronize_lines(started, 100, 3))
+    console_path(folder).parent.mkdir(parents=True)
+    console_path(folder).touch()  # the job's console log, followed from the start
     profiling = folder / "profiling"
     shutil.copytree(PROFILING_RUNS, profiling / "job-42")  # for the dashboard's profiling panels
     config = folder / "npuwatch.toml"
@@ -197,6 +217,10 @@ def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
     return LoggedProcess("npuwatch agent", command, folder / "agent.log", environment)
 
 
+def console_path(folder: Path) -> Path:
+    return folder / "logs" / "job" / "train-rank5.log"
+
+
 def plog_path(folder: Path, started: datetime) -> Path:
     stamp = started.strftime("%Y%m%d%H%M%S") + f"{started.microsecond // 1000:03d}"
     return folder / "logs" / "debug" / "plog" / f"plog-{PID}_{stamp}.log"
@@ -217,6 +241,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             prometheus_url=f"http://127.0.0.1:{prometheus_port}",
             agent_url=f"http://127.0.0.1:{agent_port}/metrics",
             plog=plog_path(folder, started),
+            console=console_path(folder),
             webhook=webhook,
         )
 
@@ -275,6 +300,7 @@ def timeout_written(stack: Stack) -> float:
     now = datetime.now(timezone.utc)
     after = now + timedelta(milliseconds=5)
     append(stack.plog, [timeout_line(now), *synchronize_lines(after, 103, 5)])
+    append(stack.console, [watchdog_line(now)])
     return time.monotonic()
 
 
@@ -282,18 +308,22 @@ def seconds_left(written: float, within: float) -> float:
     return max(0.0, within - (time.monotonic() - written))
 
 
+def firing(stack: Stack, name: str, rule: str) -> dict[str, Any] | None:
+    """The alert `name` for `rule` if Prometheus has it firing."""
+    alerts = fetch_json(f"{stack.prometheus_url}/api/v1/alerts")["data"]["alerts"]
+    for alert in alerts:
+        labels = alert["labels"]
+        if labels["alertname"] == name and labels.get("rule") == rule:
+            return alert if alert["state"] == "firing" else None
+    return None
+
+
 def test_an_hccl_notify_wait_timeout_in_a_plog_fires_ascend_hccl_timeout_in_prometheus(
     stack: Stack, timeout_written: float
 ) -> None:
-    def firing() -> dict[str, Any] | None:
-        alerts = fetch_json(f"{stack.prometheus_url}/api/v1/alerts")["data"]["alerts"]
-        for alert in alerts:
-            labels = alert["labels"]
-            if labels["alertname"] == ALERT and labels.get("rule") == RULE:
-                return alert if alert["state"] == "firing" else None
-        return None
-
-    alert, _ = poll(firing, seconds_left(timeout_written, FIRING_WITHIN))
+    alert, _ = poll(
+        lambda: firing(stack, ALERT, RULE), seconds_left(timeout_written, FIRING_WITHIN)
+    )
     took = time.monotonic() - timeout_written
     assert alert is not None, (
         f"{ALERT} for {RULE} was not firing in Prometheus {took:.0f} s after the line was "
@@ -308,6 +338,30 @@ def test_an_hccl_notify_wait_timeout_in_a_plog_fires_ascend_hccl_timeout_in_prom
         "rule": RULE,
     }
     assert alert["annotations"]["summary"] == f"HCCL timeout on {INSTANCE} ({RULE})"
+
+
+def test_a_collective_watchdog_timeout_in_the_console_log_fires_its_alert(
+    stack: Stack, timeout_written: float
+) -> None:
+    """The HCCL watchdog-timeout line of torch_npu (written with the HCCL line, so that both
+    alerts ripen together)."""
+    alert, _ = poll(
+        lambda: firing(stack, WATCHDOG_ALERT, WATCHDOG_RULE),
+        seconds_left(timeout_written, FIRING_WITHIN),
+    )
+    took = time.monotonic() - timeout_written
+    assert alert is not None, (
+        f"{WATCHDOG_ALERT} was not firing in Prometheus {took:.0f} s after the line was "
+        f"written\n{stack.diagnostics()}"
+    )
+    print(f"{WATCHDOG_ALERT} firing in Prometheus {took:.1f} s after the line was written")
+    assert alert["labels"] == {
+        "alertname": WATCHDOG_ALERT,
+        "severity": "critical",
+        "job": "npuwatch",
+        "instance": INSTANCE,
+        "rule": WATCHDOG_RULE,
+    }
 
 
 def test_alertmanager_posts_the_firing_alert_to_the_critical_webhook(

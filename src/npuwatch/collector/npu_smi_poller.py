@@ -96,8 +96,7 @@ class NpuSmiPoller:
             self._failed(unreadable, "unreadable")
             return None
         self._metrics.npu_smi_polls.labels("ok").inc()
-        self._metrics.npu_smi_up.set(1)
-        self._metrics.npu_smi_last_success.set(self._wall())
+        self._metrics.npu_smi_polled(up=True, wall=self._wall())
         self._device_metrics.update(report)
         if self._failing:
             self._failing = False
@@ -108,7 +107,7 @@ class NpuSmiPoller:
 
     def _failed(self, reason: str, result: str) -> None:
         self._metrics.npu_smi_polls.labels(result).inc()
-        self._metrics.npu_smi_up.set(0)
+        self._metrics.npu_smi_polled(up=False, wall=self._wall())
         self._device_metrics.clear()
         if not self._failing:
             self._failing = True

@@ -14,6 +14,9 @@ from npuwatch.collector.npu_smi_command import split_command
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.terminal import Palette, wants_colour
 
+MAX_SAMPLE_SECONDS = 3600
+"""An hour: doctor is a quick look; longer growth is a job for the agent's metrics."""
+
 
 def run_doctor(args: argparse.Namespace) -> int:
     diagnosis = diagnose(Host(environ=os.environ), options_from(args))
@@ -28,8 +31,11 @@ def options_from(args: argparse.Namespace) -> DoctorOptions:
         command = split_command(args.npu_smi)
     except ValueError as problem:
         fail(f"--npu-smi {args.npu_smi!r}: {problem} (give a command such as 'npu-smi info')")
-    if not args.sample_seconds >= 0:
-        fail(f"--sample-seconds {args.sample_seconds:g}: give 0 (skip) or a number of seconds")
+    if not 0 <= args.sample_seconds <= MAX_SAMPLE_SECONDS:
+        fail(
+            f"--sample-seconds {args.sample_seconds:g}: give 0 (skip) or a number of seconds up "
+            f"to {MAX_SAMPLE_SECONDS} (watch longer growth with `du -s` over time)"
+        )
     for option, path in (("--toolkit", args.toolkit), ("--log-dir", args.log_dir)):
         if path is not None and not Path(path).is_dir():
             fail(f"{option} {path}: no such folder (check the path)")

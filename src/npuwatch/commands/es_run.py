@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from npuwatch.config import (
     Config,
@@ -25,10 +27,10 @@ from npuwatch.sinks.elasticsearch.settings import (
 )
 from npuwatch.sinks.elasticsearch.streams import all_streams
 from npuwatch.sinks.elasticsearch.templates import (
-    POLICY_NAME,
     TEMPLATE_NAME,
     index_template,
     lifecycle_policy,
+    policy_name,
 )
 
 
@@ -50,9 +52,10 @@ def run_setup(args: argparse.Namespace) -> int:
             return EXIT_FINDINGS
         days = int(section.delete_after // 86400)
         policy = lifecycle_policy(section.flavour, days, section.namespace)
+        policy_id = policy_name(section.namespace)
         try:
-            engine.put_lifecycle_policy(POLICY_NAME, policy)
-            print(f"lifecycle policy {POLICY_NAME}: installed (delete after {days} days)")
+            engine.put_lifecycle_policy(policy_id, policy)
+            print(f"lifecycle policy {policy_id}: installed (delete after {days} days)")
         except Exception as error:
             problems += 1
             _problem(_lifecycle_problem(section, error))
@@ -79,13 +82,21 @@ def run_check(args: argparse.Namespace) -> int:
             f"(cluster {info.get('cluster_name', '?')})"
         )
         name = f"{TEMPLATE_NAME}-{section.namespace}"
-        if engine.index_template(name) is None:
-            problems += 1
-            _problem(f"index template {name} is missing: run `npuwatch es setup`")
-        else:
-            print(f"index template {name}: present")
         try:
-            policy = engine.lifecycle_policy(POLICY_NAME)
+            template = engine.index_template(name)
+        except Exception as error:
+            problems += 1
+            _problem(
+                f"cannot read the index template {name}: {_describe(error)}{_privilege(error)}"
+            )
+        else:
+            if template is None:
+                problems += 1
+                _problem(f"index template {name} is missing: run `npuwatch es setup`")
+            else:
+                print(f"index template {name}: present")
+        try:
+            policy = engine.lifecycle_policy(policy_name(section.namespace))
         except Exception as error:
             policy = None
             problems += 1
@@ -93,11 +104,18 @@ def run_check(args: argparse.Namespace) -> int:
         else:
             if policy is None:
                 problems += 1
-                _problem(f"lifecycle policy {POLICY_NAME} is missing: run `npuwatch es setup`")
+                _problem(
+                    f"lifecycle policy {policy_name(section.namespace)} is missing: "
+                    "run `npuwatch es setup`"
+                )
             else:
-                print(f"lifecycle policy {POLICY_NAME}: present")
+                print(f"lifecycle policy {policy_name(section.namespace)}: present")
         for stream in all_streams(section.namespace):
-            print(f"data stream {stream}: {engine.count(stream)} documents")
+            try:
+                print(f"data stream {stream}: {engine.count(stream)} documents")
+            except Exception as error:
+                problems += 1
+                _problem(f"cannot count {stream}: {_describe(error)}{_privilege(error)}")
         dead = dead_letter_path(section, config.agent.state_directory)
         letters = _line_count(dead)
         if letters:
@@ -130,6 +148,11 @@ def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEn
             {**config.sinks.elasticsearch.model_dump(), **updates}
         )
         engine = SearchEngine(connection_from(section, os.environ))
+    except ValidationError as error:
+        for detail in error.errors():
+            key = ".".join(str(part) for part in detail["loc"])
+            print(f"npuwatch: [sinks.elasticsearch] {key}: {detail['msg']}", file=sys.stderr)
+        return None
     except (SecretUnreadable, ValueError) as error:
         print(f"npuwatch: [sinks.elasticsearch] {error}", file=sys.stderr)
         return None
@@ -145,7 +168,18 @@ def _lifecycle_problem(section: SearchSinkSection, error: BaseException) -> str:
             f"{int(section.delete_after // 86400)} days: install opensearch-index-management, "
             "or delete old backing indices yourself"
         )
-    return f"cannot install or read the lifecycle policy {POLICY_NAME}: {_describe(error)}"
+    name = policy_name(section.namespace)
+    return f"cannot install or read the lifecycle policy {name}: {_describe(error)}"
+
+
+def _privilege(error: BaseException) -> str:
+    if status_of(error) in (401, 403):
+        return (
+            " (the agent's API key or user may not do this: run `npuwatch es setup|check` with "
+            "an administrator's, e.g. NPUWATCH_ES_API_KEY=...; deploy/config/ lists the "
+            "privileges)"
+        )
+    return ""
 
 
 def _describe(error: BaseException) -> str:

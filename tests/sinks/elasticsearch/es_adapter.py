@@ -7,6 +7,10 @@ Elasticsearch-only, and nothing of what the sink's requests mean.
 - Responses: `X-Elastic-Product: Elasticsearch` is added (the client refuses to talk to a
   server without it).
 
+A test may also put a `gate` in front, standing for what sits between agents and engines in
+real deployments (an authenticating or size-limiting reverse proxy): it sees each request's
+method, path and body size and may answer it with a status of its own instead of forwarding.
+
 What this covers: the `elasticsearch` flavour's client construction, bulk helper, item
 classification, index templates and data streams, which are the same REST API in both engines.
 What it does not: Elasticsearch's own server behaviour, and ILM (`_ilm/policy`), which OpenSearch
@@ -15,30 +19,42 @@ does not have.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import re
+import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 _VENDOR = re.compile(r"application/vnd\.elasticsearch\+([\w-]+)(;\s*compatible-with=\d+)?")
 
 
-class ElasticsearchFace:
-    """Serves on a free local port, forwarding to `target` (http://host:port)."""
+Gate = Callable[[str, str, int], int | None]
+"""(method, path, body bytes) → a status to answer instead of forwarding, or None to forward."""
 
-    def __init__(self, target: str) -> None:
+
+class ElasticsearchFace:
+    """Serves on `port` (default: a free one), forwarding to `target` (http://host:port)."""
+
+    def __init__(self, target: str, port: int = 0, gate: Gate | None = None) -> None:
         parts = urlsplit(target)
-        host, port = parts.hostname or "127.0.0.1", parts.port or 9200
-        handler = _handler(host, port)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        host, target_port = parts.hostname or "127.0.0.1", parts.port or 9200
+        self._connections: set[socket.socket] = set()
+        handler = _handler(host, target_port, gate, self._connections)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def close(self) -> None:
+        """Stop listening and cut the kept-alive connections too, as a stopped engine would."""
         self._server.shutdown()
         self._server.server_close()
+        for connection in list(self._connections):
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         self._thread.join()
 
 
@@ -46,9 +62,19 @@ def _plain(value: str) -> str:
     return _VENDOR.sub(lambda match: f"application/{match.group(1)}", value)
 
 
-def _handler(host: str, port: int) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    host: str, port: int, gate: Gate | None, connections: set[socket.socket]
+) -> type[BaseHTTPRequestHandler]:
     class Forward(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            connections.add(self.connection)
+
+        def finish(self) -> None:
+            connections.discard(self.connection)
+            super().finish()
 
         def log_message(self, format: str, *args: object) -> None:
             return
@@ -56,6 +82,12 @@ def _handler(host: str, port: int) -> type[BaseHTTPRequestHandler]:
         def _forward(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
+            refused = gate(self.command, self.path, length) if gate else None
+            if refused is not None:
+                self._answer(
+                    refused, b'{"error":"refused by the gate in front","status":%d}' % refused
+                )
+                return
             headers = {
                 name: _plain(value)
                 for name, value in self.headers.items()
@@ -68,8 +100,13 @@ def _handler(host: str, port: int) -> type[BaseHTTPRequestHandler]:
                 payload = response.read()
             finally:
                 connection.close()
-            self.send_response(response.status)
-            for name, value in response.getheaders():
+            self._answer(response.status, payload, response.getheaders())
+
+        def _answer(
+            self, status: int, payload: bytes, headers: list[tuple[str, str]] | None = None
+        ) -> None:
+            self.send_response(status)
+            for name, value in headers or [("Content-Type", "application/json")]:
                 if name.lower() not in ("content-length", "connection", "transfer-encoding"):
                     self.send_header(name, value)
             self.send_header("X-Elastic-Product", "Elasticsearch")

@@ -1,10 +1,12 @@
 """The real agent shipping to the real OpenSearch node: `npuwatch es setup|check`, kill -9
-while shipping loses nothing and duplicates nothing, and the agent's log stays quiet."""
+while shipping loses nothing and duplicates nothing, nor does kill -9 while the engine is
+down, and the agent's log stays quiet."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,16 +15,26 @@ from pathlib import Path
 from opensearchpy.exceptions import TransportError
 
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine, status_of
+from npuwatch.sinks.elasticsearch.templates import TEMPLATE_NAME, index_template
 from tests.agent.harness import plog_line, plog_path
 from tests.opensearch_node.launcher import RunningNode
 from tests.sinks.elasticsearch.conftest import journal_counts
+from tests.sinks.elasticsearch.es_adapter import ElasticsearchFace
 
 FILES = 4
 LINES = 6000
 ERROR_EVERY = 500
 
 
-def write_config(tmp_path: Path, node: RunningNode, namespace: str) -> Path:
+def write_config(
+    tmp_path: Path,
+    node: RunningNode,
+    namespace: str,
+    *,
+    url: str | None = None,
+    flavour: str = "opensearch",
+) -> Path:
+    """The agent's configuration, shipping to the node (or to `url`, with `flavour`)."""
     config = tmp_path / "npuwatch.toml"
     config.write_text(
         f"""
@@ -37,8 +49,8 @@ idle_flush = "500ms"
 
 [sinks.elasticsearch]
 enabled = true
-flavour = "opensearch"
-hosts = ["{node.url}"]
+flavour = "{flavour}"
+hosts = ["{url or node.url}"]
 namespace = "{namespace}"
 batch_documents = 100
 
@@ -153,6 +165,65 @@ def test_kill_9_while_shipping_loses_nothing_and_duplicates_nothing(
         if agent.poll() is None:
             agent.kill()
             agent.wait()
+        engine.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_kill_9_while_the_engine_is_down_loses_nothing_once_it_is_back(
+    node: RunningNode, tmp_path: Path
+) -> None:
+    """RELIABILITY row 7, with the `elasticsearch` flavour (whose client raises on a refused
+    connection): the engine's port answers nothing while the agent reads, journals and retries;
+    the agent is killed; the engine comes back (es_adapter's face on that port) and a new agent
+    ships every record and event exactly once."""
+    namespace = "downkilled"
+    port = free_port()
+    config = write_config(
+        tmp_path, node, namespace, url=f"http://127.0.0.1:{port}", flavour="elasticsearch"
+    )
+    engine = SearchEngine(Connection("opensearch", (node.url,)))
+    engine.put_index_template(
+        f"{TEMPLATE_NAME}-{namespace}", index_template(namespace, "opensearch", replicas=0)
+    )
+    lines = [
+        plog_line(800, n, "ERROR" if n % ERROR_EVERY == 0 else "INFO", "notify wait timeout")
+        for n in range(LINES)
+    ]
+    plog_path(tmp_path / "logs", 800).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    journal = tmp_path / "state" / "journal"
+    agent = start_agent(config)
+    face: ElasticsearchFace | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while journal_counts(journal)[0] < LINES and time.monotonic() < deadline:
+            time.sleep(0.3)
+        records, events = journal_counts(journal)
+        assert (records, events > 0) == (LINES, True)
+        time.sleep(1)  # the sink is retrying against the closed port
+        assert agent.poll() is None, "the agent died while the engine was down"
+        agent.send_signal(signal.SIGKILL)
+        agent.wait()
+        assert stream_counts(engine, namespace) == (0, 0)
+        face = ElasticsearchFace(node.url, port=port)
+        agent = start_agent(config)
+        while stream_counts(engine, namespace) != (records, events):
+            assert time.monotonic() < deadline, stream_counts(engine, namespace)
+            time.sleep(0.3)
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(timeout=60) == 0
+        assert journal_counts(journal) == (records, events)  # nothing read twice either
+        assert stream_counts(engine, namespace) == (records, events)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        if face is not None:
+            face.close()
         engine.close()
 
 

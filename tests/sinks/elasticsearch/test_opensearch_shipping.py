@@ -9,7 +9,7 @@ from pathlib import Path
 from npuwatch.sinks.elasticsearch.documents import Action, levels_below
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
 from npuwatch.sinks.elasticsearch.streams import all_streams
-from npuwatch.sinks.elasticsearch.templates import POLICY_NAME, TEMPLATE_NAME, index_template
+from npuwatch.sinks.elasticsearch.templates import TEMPLATE_NAME, index_template, policy_name
 from tests.opensearch_node.launcher import RunningNode, start_node
 from tests.sinks.elasticsearch.conftest import Journaled, journal_levels, make_shipper, ship_all
 from tests.sinks.elasticsearch.es_adapter import ElasticsearchFace
@@ -168,7 +168,9 @@ def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official
         # The Elasticsearch template names its ILM policy (index.lifecycle.name), a setting
         # OpenSearch refuses: the template without it goes through the Elasticsearch client.
         template = index_template("esflavour", "elasticsearch", replicas=0)
-        assert template["template"]["settings"].pop("index.lifecycle.name") == POLICY_NAME
+        assert template["template"]["settings"].pop("index.lifecycle.name") == policy_name(
+            "esflavour"
+        )
         engine.put_index_template(f"{TEMPLATE_NAME}-esflavour", template)
         first, _, dead = make_shipper(
             engine, hccl_journal.directory, tmp_path / "first", namespace="esflavour"

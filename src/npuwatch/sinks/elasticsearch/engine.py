@@ -39,7 +39,9 @@ class SearchEngine:
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
         self.flavour = connection.flavour
-        self.client, self._streaming_bulk = _connect(connection)
+        self.client, self._streaming_bulk, self.unreachable = _connect(connection)
+        """`unreachable`: the exceptions by which a request failed without any answer (refused
+        connection, timeout, TLS): the bulk helpers raise some of them even when asked not to."""
 
     def close(self) -> None:
         self.client.close()
@@ -73,12 +75,21 @@ class SearchEngine:
         return dict(templates[0]["index_template"]) if templates else None
 
     def put_lifecycle_policy(self, name: str, policy: dict[str, Any]) -> None:
+        """Create or replace the policy (`es setup` runs again after an upgrade)."""
         if self.flavour == "elasticsearch":
             self.client.ilm.put_lifecycle(name=name, body=policy)
-        else:
-            self.client.transport.perform_request(
-                "PUT", f"/_plugins/_ism/policies/{name}", body=policy
-            )
+            return
+        # ISM refuses to overwrite a policy (409) unless told which version it replaces.
+        existing = self.lifecycle_policy(name)
+        params = None
+        if existing is not None:
+            params = {
+                "if_seq_no": existing["_seq_no"],
+                "if_primary_term": existing["_primary_term"],
+            }
+        self.client.transport.perform_request(
+            "PUT", f"/_plugins/_ism/policies/{name}", params=params, body=policy
+        )
 
     def lifecycle_policy(self, name: str) -> dict[str, Any] | None:
         try:
@@ -110,9 +121,13 @@ def status_of(error: BaseException) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _connect(connection: Connection) -> tuple[Any, Callable[..., Any]]:
+def _connect(
+    connection: Connection,
+) -> tuple[Any, Callable[..., Any], tuple[type[Exception], ...]]:
     ca = str(connection.ca_file) if connection.ca_file is not None else None
     if connection.flavour == "elasticsearch":
+        from elastic_transport import ConnectionError as NoConnection  # noqa: PLC0415
+        from elastic_transport import ConnectionTimeout  # noqa: PLC0415
         from elasticsearch import Elasticsearch  # noqa: PLC0415 - see the module docstring
         from elasticsearch.helpers import streaming_bulk as es_bulk  # noqa: PLC0415
 
@@ -126,8 +141,12 @@ def _connect(connection: Connection) -> tuple[Any, Callable[..., Any]]:
             options["api_key"] = connection.api_key
         elif connection.username:
             options["basic_auth"] = (connection.username, connection.password or "")
-        return Elasticsearch(list(connection.hosts), **options), es_bulk
+        # elasticsearch-py's helper passes only API errors to the caller as failed items
+        # (raise_on_exception covers no more): a refused connection or a timeout is raised.
+        unreachable = (NoConnection, ConnectionTimeout)
+        return Elasticsearch(list(connection.hosts), **options), es_bulk, unreachable
     from opensearchpy import OpenSearch  # noqa: PLC0415
+    from opensearchpy.exceptions import ConnectionError as OpenSearchNoConnection  # noqa: PLC0415
     from opensearchpy.helpers import streaming_bulk as os_bulk  # noqa: PLC0415
 
     options = {"timeout": connection.timeout_s, "verify_certs": connection.verify_certificates}
@@ -139,4 +158,4 @@ def _connect(connection: Connection) -> tuple[Any, Callable[..., Any]]:
         options["http_auth"] = (connection.username, connection.password or "")
     if any(host.startswith("https") for host in connection.hosts):
         options["use_ssl"] = True
-    return OpenSearch(list(connection.hosts), **options), os_bulk
+    return OpenSearch(list(connection.hosts), **options), os_bulk, (OpenSearchNoConnection,)

@@ -19,12 +19,17 @@ PASSWORD_VARIABLE = "NPUWATCH_ES_PASSWORD"
 
 
 class SecretUnreadable(ValueError):
-    """A configured secret file cannot be read (the message names it and says why)."""
+    """A configured secret file (or the CA file) cannot be read; the message names it and says
+    why."""
 
 
 def connection_from(section: SearchSinkSection, environ: Mapping[str, str]) -> Connection:
     api_key = environ.get(API_KEY_VARIABLE) or _secret(section.api_key_file, "API key")
     password = environ.get(PASSWORD_VARIABLE) or _secret(section.password_file, "password")
+    if section.ca_file is not None:
+        # Checked here, once: a CA file the clients cannot read fails every request alike, and
+        # the sink would only retry "busy or down" for ever.
+        _secret(section.ca_file, "CA certificate")
     return Connection(
         flavour=section.flavour,
         hosts=tuple(section.hosts),

@@ -2,7 +2,9 @@
 
 Every item of a bulk response is classified: 2xx shipped, 409 already there (a replay: done);
 429, 5xx and transport failures retried with capped, jittered backoff; any other 4xx written to
-the dead-letter file with its reason, counted, and passed. The cursor moves past a page only when
+the dead-letter file with its reason, counted, and passed. A failure of the whole request (no
+answer, 401 or 403 from the engine or a proxy) is no fault of its documents: they are retried,
+and a 413 makes the requests smaller. The cursor moves past a page only when
 every entry of it is shipped, already there, or dead-lettered, so a crash or an outage replays
 from the cursor, and the deterministic ids make the replay add nothing. The journal is the
 buffer: an unreachable engine slows this thread only, never the reading of logs.
@@ -15,7 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,36 @@ class ShipSettings:
     save_interval_s: float = 1.0
     skipped_levels: frozenset[str] = frozenset()
     """Log levels left in the journal, not shipped (from the sink's `min_level`)."""
+
+
+_SMALLEST_REQUEST_BYTES = 64 * 1024
+
+
+@dataclass
+class _Attempt:
+    retry: dict[str, Action] = field(default_factory=dict)
+    problem: str = "the engine is busy or down"
+    too_large: bool = False
+    """The engine (or a proxy) refused a request for its size: send smaller ones."""
+
+
+def _request_problem(status: object, error: object) -> str:
+    """Why a whole bulk request failed, in words that say what to check."""
+    if status == 401:
+        return (
+            "the engine refused the credentials (401): check api_key_file, or username and "
+            "password_file"
+        )
+    if status == 403:
+        return (
+            "the engine refused the request (403): the API key or user lacks a privilege on the "
+            "logs-ascend.* data streams"
+        )
+    if status == 413:
+        return "the request was too large (413)"
+    if isinstance(status, int):
+        return f"the engine failed the request ({status}): {error}"
+    return f"no answer from the engine: {error}"
 
 
 class StopShipping(Exception):
@@ -73,6 +105,8 @@ class SearchShipper:
         self._dead_letters = dead_letters
         self._wall = wall
         self.cursor = cursors.get(name) or Cursor()
+        self._chunk_docs = settings.chunk_docs
+        self._chunk_bytes = settings.chunk_bytes
         self._caught_up_at = wall()
         self.thread = threading.Thread(target=self._run, name=f"npuwatch-{name}", daemon=True)
 
@@ -142,36 +176,75 @@ class SearchShipper:
         pending = {action.id: action for action in actions}
         backoff = self.settings.initial_backoff_s
         while pending:
-            retry: dict[str, Action] = {}
+            attempt = self._send(pending)
+            if not attempt.retry:
+                break
+            self._metrics.ship_retries.labels(self.name).inc(len(attempt.retry))
+            self._metrics.ship_backlog.labels(self.name).set(self._wall() - self._caught_up_at)
+            if attempt.too_large:
+                # Not an overload: smaller requests can go at once.
+                self._shrink_requests()
+            else:
+                delay = backoff * random.uniform(0.5, 1.0)
+                log.warning(
+                    "%s: %d of %d documents not accepted yet (%s); retrying in %.1f s",
+                    self.name,
+                    len(attempt.retry),
+                    len(pending),
+                    attempt.problem,
+                    delay,
+                )
+                if self._stop.wait(delay):
+                    raise StopShipping
+                backoff = min(backoff * 2, self.settings.max_backoff_s)
+            pending = attempt.retry
+        self._metrics.last_shipment.labels(self.name).set(self._wall())
+
+    def _send(self, pending: dict[str, Action]) -> _Attempt:
+        """One pass of bulk requests over `pending`: what is left to retry, and why."""
+        attempt = _Attempt()
+        answered: set[str] = set()
+        try:
             for _, item in self.engine.bulk(
-                (action.bulk() for action in pending.values()),
-                self.settings.chunk_docs,
-                self.settings.chunk_bytes,
+                (action.bulk() for action in pending.values()), self._chunk_docs, self._chunk_bytes
             ):
                 result = next(iter(item.values()))
                 action = pending.get(str(result.get("_id")))
                 if action is None:
                     continue
-                outcome = self._classify(action, result)
-                if outcome == "retry":
-                    retry[action.id] = action
-            if retry:
-                self._metrics.ship_retries.labels(self.name).inc(len(retry))
-                delay = backoff * random.uniform(0.5, 1.0)
-                log.warning(
-                    "%s: %d of %d documents not accepted yet (the engine is busy or down); "
-                    "retrying in %.1f s",
-                    self.name,
-                    len(retry),
-                    len(pending),
-                    delay,
-                )
-                self._metrics.ship_backlog.labels(self.name).set(self._wall() - self._caught_up_at)
-                if self._stop.wait(delay):
-                    raise StopShipping
-                backoff = min(backoff * 2, self.settings.max_backoff_s)
-            pending = retry
-        self._metrics.last_shipment.labels(self.name).set(self._wall())
+                answered.add(action.id)
+                if "exception" in result:
+                    self._request_failed(action, result, attempt)
+                elif self._classify(action, result) == "retry":
+                    attempt.retry[action.id] = action
+        except self.engine.unreachable as error:
+            # Raised mid-stream by elasticsearch-py's helper: whatever got no answer is retried.
+            attempt.retry.update((i, a) for i, a in pending.items() if i not in answered)
+            attempt.problem = f"cannot reach {', '.join(self.engine.connection.hosts)}: {error}"
+        return attempt
+
+    def _request_failed(self, action: Action, result: dict[str, Any], attempt: _Attempt) -> None:
+        """The whole bulk request failed (the helpers give each of its items the request's
+        status): the documents are not at fault, so they are retried, never dead-lettered —
+        except a lone document a size limit refuses, which no retry will get through."""
+        status = result.get("status")
+        if status == 413 and self._chunk_docs == 1:
+            self._dead_letter(action, 413, result.get("error"))
+            return
+        attempt.retry[action.id] = action
+        attempt.too_large = attempt.too_large or status == 413
+        attempt.problem = _request_problem(status, result.get("error"))
+
+    def _shrink_requests(self) -> None:
+        self._chunk_docs = max(1, self._chunk_docs // 2)
+        self._chunk_bytes = max(_SMALLEST_REQUEST_BYTES, self._chunk_bytes // 2)
+        log.warning(
+            "%s: a bulk request was too large for the engine or a proxy in front of it (413); "
+            "sending at most %d documents and %d bytes a request from now on",
+            self.name,
+            self._chunk_docs,
+            self._chunk_bytes,
+        )
 
     def _classify(self, action: Action, result: dict[str, Any]) -> str:
         status = result.get("status")
@@ -183,9 +256,12 @@ class SearchShipper:
             return "done"
         if not isinstance(status, int) or status == 429 or status >= 500:
             return "retry"
+        self._dead_letter(action, status, result.get("error"))
+        return "done"
+
+    def _dead_letter(self, action: Action, status: int, reason: object) -> None:
         self._metrics.shipped.labels(self.name, "dead_letter").inc()
         self._metrics.dead_letters.labels(self.name).inc()
-        reason = result.get("error")
         self._dead_letters.write(action.stream, action.id, status, reason, action.document)
         log.error(
             "%s: document %s refused by %s (%d): %s; kept in %s",
@@ -196,7 +272,6 @@ class SearchShipper:
             reason,
             self._dead_letters.path,
         )
-        return "done"
 
     def _save(self) -> None:
         self._cursors.set(self.name, self.cursor)

@@ -15,7 +15,15 @@ from npuwatch.sinks.elasticsearch.engine import Flavour
 from npuwatch.sinks.elasticsearch.streams import check_namespace
 
 TEMPLATE_NAME = "npuwatch-logs-ascend"
-POLICY_NAME = "npuwatch-logs-ascend"
+POLICY_PREFIX = "npuwatch-logs-ascend"
+
+
+def policy_name(namespace: str) -> str:
+    """One lifecycle policy per namespace, as one template: clusters sharing an engine may keep
+    their data for different times, and OpenSearch's policy names its indices itself."""
+    return f"{POLICY_PREFIX}-{namespace}"
+
+
 _PRIORITY = 250
 """Above the built-in `logs-*-*` template of Elasticsearch (priority 100)."""
 
@@ -52,7 +60,7 @@ def index_template(
     check_namespace(namespace)
     settings: dict[str, Any] = {"number_of_shards": shards, "number_of_replicas": replicas}
     if flavour == "elasticsearch":
-        settings["index.lifecycle.name"] = POLICY_NAME
+        settings["index.lifecycle.name"] = policy_name(namespace)
     # OpenSearch attaches ISM policies by index pattern (the policy's ism_template), not by an
     # index setting.
     return {
