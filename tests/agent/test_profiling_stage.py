@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.analysis.profile_steps import rank_steps
 from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker, signature_of
@@ -52,6 +53,7 @@ class Rig:
             threading.Event(),
             **({} if load is None else {"load": load}),
             wall=clock,
+            saved=SavedFigures(state / "figures.json"),
         )
 
     def value(self, name: str, **labels: str) -> float | None:
@@ -152,6 +154,41 @@ def test_a_run_is_imported_once_even_across_restarts_and_again_when_rewritten(
     (key_before,) = [key for key, _, device, _ in first.delivered if device == 0]
     (key_after,) = [key for key, _, device, _ in again.delivered if device == 0]
     assert key_before != key_after  # new entries, not a replay of the old ones
+
+
+def gauges(rig: Rig) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in rig.metrics.registry.collect()
+        if family.name.startswith(("ascend_op_", "ascend_profiling_"))
+        for sample in family.samples
+    }
+
+
+def test_a_restarted_agent_shows_the_gauges_of_the_runs_it_imported_before(
+    root: Path, tmp_path: Path
+) -> None:
+    """The runs are not read again after a restart, but the dashboard must not go blank."""
+    clock = Clock()
+    first = Rig(root, tmp_path, clock, top=2)
+    assert first.importer.scan() == 2
+    before = gauges(first)
+    assert len({labels for _, labels in before}) > 4  # both devices, several operator types
+    again = Rig(root, tmp_path, clock, top=2)
+    assert gauges(again) == before  # before any scan
+    assert again.importer.scan() == 0
+
+
+def test_an_unreadable_figures_file_leaves_the_gauges_empty_with_one_warning(
+    root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "figures.json").write_text('{"version": 1, "runs": [{"device": "0"}]}')
+    with caplog.at_level(logging.WARNING):
+        rig = Rig(root, tmp_path, Clock())
+    assert gauges(rig) == {}
+    (line,) = caplog.messages
+    assert "figures.json is unreadable (KeyError)" in line
+    assert rig.importer.scan() == 2 and gauges(rig) != {}
 
 
 def test_an_msprof_run_without_a_marker_waits_until_its_files_settle(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npuwatch.agent.profiling_digest import RunDigest, digests_in_child
+from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.collector.profiling_runs import RunTracker, Signature
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.telemetry import profiling_records
@@ -57,6 +58,7 @@ class ProfilingImporter:
         stop: threading.Event,
         load: Callable[[Path], Sequence[RunDigest]] = digests_in_child,
         wall: Callable[[], float] = time.time,
+        saved: SavedFigures | None = None,
     ) -> None:
         self.settings = settings
         self._tracker = tracker
@@ -66,6 +68,10 @@ class ProfilingImporter:
         self._stop = stop
         self._load = load
         self._wall = wall
+        self._saved = saved
+        if saved is not None:  # the gauges of the runs imported before a restart
+            for figures in saved.load():
+                profiling_metrics.restore(figures)
         self.thread = threading.Thread(target=self._loop, name="npuwatch-profiling", daemon=True)
 
     def start(self) -> None:
@@ -107,6 +113,8 @@ class ProfilingImporter:
             return False
         for run in runs:
             self._import_run(folder, signature, run)
+        if self._saved is not None:
+            self._saved.save(self._profiling_metrics.latest())
         self._metrics.profiling_runs.labels("ok").inc()
         for problem in runs[0].problems[:1]:  # the rest are in `npuwatch profile summary`
             log.warning("profiling run %s: %s", folder, problem)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from npuwatch.agent.journal_stage import JournalStage, JournalTiming
+from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
@@ -206,6 +207,7 @@ class Agent:
                 self.metrics,
                 self._journal_profiling_records if profiling.journal else None,
                 self._reading_stop,
+                saved=SavedFigures(state / "profiling-figures.json"),
             )
         self.metrics_server: MetricsServer | None = None
         exporter = config.sinks.prometheus

@@ -66,6 +66,16 @@ class ProfilingMetrics:
                 figures.imported_at_s,
             )
 
+    def restore(self, figures: RunFigures) -> None:
+        """Show figures saved from an earlier `update` as they are (already ranked and cut)."""
+        with self._lock:
+            self._runs[figures.device] = figures
+
+    def latest(self) -> list[RunFigures]:
+        """The figures shown now, one per device (to be saved across restarts)."""
+        with self._lock:
+            return list(self._runs.values())
+
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             runs = list(self._runs.values())
