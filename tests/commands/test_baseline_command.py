@@ -438,3 +438,13 @@ def test_grep_baseline_and_the_baseline_help_load_no_pandas(archive: Path) -> No
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("MatMul") >= 3
+
+
+@pytest.mark.parametrize("command", [["list"], ["compare", TORCH, "--against", "latest"]])
+def test_an_archive_that_is_a_file_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str | Path]
+) -> None:
+    not_a_folder = tmp_path / "archive.csv"
+    not_a_folder.write_text("op_name\n")
+    assert npuwatch("baseline", *command, "--archive", not_a_folder) == 2
+    assert f"--archive {not_a_folder}: not a folder" in one_error_line(capsys)

@@ -135,6 +135,8 @@ def _rules(args: argparse.Namespace) -> Rules:
 
 def _archive_root(args: argparse.Namespace) -> Path:
     root: Path = args.archive if args.archive is not None else default_archive(os.environ)
+    if root.exists() and not root.is_dir():
+        fail(f"--archive {root}: not a folder; give the archive's folder (it holds baselines/)")
     return root
 
 

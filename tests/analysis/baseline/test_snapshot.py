@@ -70,3 +70,16 @@ def test_a_csv_that_is_no_operator_table_says_which_header_it_needs(tmp_path: Pa
     path.write_text("Op Name,Duration\nCast,1\n")
     with pytest.raises(ValueError, match="op_name,op_type,task_type,count"):
         read_operator_csv(path)
+
+
+def test_a_damaged_number_names_its_line_and_column(tmp_path: Path) -> None:
+    """An edited archive is an error to fix, not operators with no launches to compare."""
+    table = profile_snapshot(load_profiles(TORCH), TORCH).table
+    lines = as_csv(table).splitlines()
+    cells = lines[3].split(",")
+    cells[OPERATOR_COLUMNS.index("total_us")] = "xyz"
+    lines[3] = ",".join(cells)
+    path = tmp_path / "op_summary.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"op_summary.csv: line 4: total_us 'xyz' is not a number"):
+        read_operator_csv(path)

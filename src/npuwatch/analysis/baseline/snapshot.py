@@ -187,7 +187,16 @@ def read_operator_csv(path: Path) -> pd.DataFrame:
         )
     table: pd.DataFrame = frame[OPERATOR_COLUMNS].copy()
     for column in NUMBER_COLUMNS:
-        table[column] = pd.to_numeric(table[column], errors="coerce").astype("float64")
+        numbers = pd.to_numeric(table[column], errors="coerce").astype("float64")
+        # A value that is there but no number: an edited or damaged archive, not a gap to fill.
+        damaged = numbers.isna() & table[column].notna()
+        if damaged.any():
+            row = int(damaged.to_numpy().argmax())
+            raise ValueError(
+                f"{path}: line {row + 2}: {column} {table[column].iloc[row]!r} is not a number; "
+                "fix the value, or add the baseline again"
+            )
+        table[column] = numbers
     table[c.COUNT] = table[c.COUNT].fillna(0).astype("int64")
     return table
 
