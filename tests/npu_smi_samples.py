@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.formats_doc import FORMATS, fenced_blocks, named_by_section
 
 FORMATS_DOC = FORMATS / "npu_smi.md"
-FAKE_NPU_SMI = Path(__file__).parent / "fakes" / "npu-smi"
+FAKE_NPU_SMI = Path(__file__).parents[1] / "fixtures" / "fake-npu-smi" / "npu-smi"
 """An executable that replays a recorded output (see its docstring): the only stand-in, since
 there is no NPU here."""
 
