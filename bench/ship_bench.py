@@ -37,7 +37,7 @@ from npuwatch.sinks.elasticsearch.documents import block_actions
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
 from npuwatch.sinks.elasticsearch.shipper import SearchShipper, ShipSettings
 from npuwatch.sinks.elasticsearch.streams import all_streams
-from npuwatch.sinks.elasticsearch.templates import TEMPLATE_NAME, index_template
+from npuwatch.sinks.elasticsearch.templates import index_template, template_name
 
 
 def journal_records(journal: Path) -> int:
@@ -95,7 +95,7 @@ def documents_alone(journal: Path) -> tuple[int, int, float]:
 
 def ship(engine: SearchEngine, journal: Path, work: Path, namespace: str, docs: int) -> float:
     engine.put_index_template(
-        f"{TEMPLATE_NAME}-{namespace}", index_template(namespace, "opensearch", replicas=0)
+        template_name(namespace), index_template(namespace, "opensearch", replicas=0)
     )
     state = work / f"ship-{namespace}"
     shutil.rmtree(state, ignore_errors=True)
@@ -122,7 +122,7 @@ def end_to_end(
     state = work / "end-to-end"
     shutil.rmtree(state, ignore_errors=True)
     engine.put_index_template(
-        f"{TEMPLATE_NAME}-endtoend", index_template("endtoend", "opensearch", replicas=0)
+        template_name("endtoend"), index_template("endtoend", "opensearch", replicas=0)
     )
     config = work / "end-to-end.toml"
     config.write_text(

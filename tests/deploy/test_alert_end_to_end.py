@@ -318,18 +318,22 @@ def firing(stack: Stack, name: str, rule: str) -> dict[str, Any] | None:
     return None
 
 
+def firing_after(stack: Stack, name: str, rule: str, written: float) -> dict[str, Any]:
+    """The alert, once firing in Prometheus within FIRING_WITHIN of the line being written."""
+    alert, _ = poll(lambda: firing(stack, name, rule), seconds_left(written, FIRING_WITHIN))
+    took = time.monotonic() - written
+    assert alert is not None, (
+        f"{name} for {rule} was not firing in Prometheus {took:.0f} s after the line was "
+        f"written\n{stack.diagnostics()}"
+    )
+    print(f"{name} firing in Prometheus {took:.1f} s after the line was written")
+    return alert
+
+
 def test_an_hccl_notify_wait_timeout_in_a_plog_fires_ascend_hccl_timeout_in_prometheus(
     stack: Stack, timeout_written: float
 ) -> None:
-    alert, _ = poll(
-        lambda: firing(stack, ALERT, RULE), seconds_left(timeout_written, FIRING_WITHIN)
-    )
-    took = time.monotonic() - timeout_written
-    assert alert is not None, (
-        f"{ALERT} for {RULE} was not firing in Prometheus {took:.0f} s after the line was "
-        f"written\n{stack.diagnostics()}"
-    )
-    print(f"{ALERT} firing in Prometheus {took:.1f} s after the line was written")
+    alert = firing_after(stack, ALERT, RULE, timeout_written)
     assert alert["labels"] == {
         "alertname": ALERT,
         "severity": "critical",
@@ -345,16 +349,7 @@ def test_a_collective_watchdog_timeout_in_the_console_log_fires_its_alert(
 ) -> None:
     """The HCCL watchdog-timeout line of torch_npu (written with the HCCL line, so that both
     alerts ripen together)."""
-    alert, _ = poll(
-        lambda: firing(stack, WATCHDOG_ALERT, WATCHDOG_RULE),
-        seconds_left(timeout_written, FIRING_WITHIN),
-    )
-    took = time.monotonic() - timeout_written
-    assert alert is not None, (
-        f"{WATCHDOG_ALERT} was not firing in Prometheus {took:.0f} s after the line was "
-        f"written\n{stack.diagnostics()}"
-    )
-    print(f"{WATCHDOG_ALERT} firing in Prometheus {took:.1f} s after the line was written")
+    alert = firing_after(stack, WATCHDOG_ALERT, WATCHDOG_RULE, timeout_written)
     assert alert["labels"] == {
         "alertname": WATCHDOG_ALERT,
         "severity": "critical",

@@ -27,10 +27,10 @@ from npuwatch.sinks.elasticsearch.settings import (
 )
 from npuwatch.sinks.elasticsearch.streams import all_streams
 from npuwatch.sinks.elasticsearch.templates import (
-    TEMPLATE_NAME,
     index_template,
     lifecycle_policy,
     policy_name,
+    template_name,
 )
 
 
@@ -41,7 +41,7 @@ def run_setup(args: argparse.Namespace) -> int:
     _, section, engine = loaded
     problems = 0
     try:
-        name = f"{TEMPLATE_NAME}-{section.namespace}"
+        name = template_name(section.namespace)
         try:
             engine.put_index_template(
                 name, index_template(section.namespace, section.flavour, replicas=args.replicas)
@@ -81,7 +81,7 @@ def run_check(args: argparse.Namespace) -> int:
             f"connected: {section.flavour} {version.get('number', '?')} "
             f"(cluster {info.get('cluster_name', '?')})"
         )
-        name = f"{TEMPLATE_NAME}-{section.namespace}"
+        name = template_name(section.namespace)
         try:
             template = engine.index_template(name)
         except Exception as error:

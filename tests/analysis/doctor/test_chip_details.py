@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npuwatch.analysis.doctor.chip_details import HealthAlarm, read_chip_details
-from npuwatch.analysis.doctor.devices import chip_checks, probe_npu_smi
+from npuwatch.analysis.doctor.chip_details import ChipDetails, HealthAlarm, read_chip_details
+from npuwatch.analysis.doctor.devices import NpuSmiOutcome, chip_checks, probe_npu_smi
 from npuwatch.analysis.doctor.diagnosis import diagnose
 from npuwatch.analysis.doctor.host import DoctorOptions
 from tests.analysis.doctor.fake_host import (
@@ -63,15 +63,16 @@ def test_every_npus_firmware_is_read_and_healthy_chips_are_not_asked_for_alarms(
     ]
 
 
-def test_a_chip_not_ok_gets_its_alarm_code_in_the_check(tmp_path: Path) -> None:
-    environ = npu_smi_environ(
-        tmp_path,
-        "3.2",
-        **npu_smi_replies(tmp_path, {"-t health -i 3 -c 0": warning_with_code("80E01801")}),
-    )
-    host = fake_host(tmp_path, environ)
+def chip_3_in_warning(tmp_path: Path, code: str) -> tuple[NpuSmiOutcome, ChipDetails]:
+    """Sample 3.2 (NPU 3 in Warning), `-t health` of NPU 3 answering with `code`."""
+    replies = npu_smi_replies(tmp_path, {"-t health -i 3 -c 0": warning_with_code(code)})
+    host = fake_host(tmp_path, npu_smi_environ(tmp_path, "3.2", **replies))
     outcome = probe_npu_smi(host, FAKE_NPU_SMI_COMMAND, 10)
-    details = read_chip_details(host, FAKE_NPU_SMI_COMMAND, 10, outcome.report)
+    return outcome, read_chip_details(host, FAKE_NPU_SMI_COMMAND, 10, outcome.report)
+
+
+def test_a_chip_not_ok_gets_its_alarm_code_in_the_check(tmp_path: Path) -> None:
+    outcome, details = chip_3_in_warning(tmp_path, "80E01801")
     assert dict(details.alarms) == {(3, 0): HealthAlarm("Warning", "80E01801", None)}
     assert details.firmware == {}  # no board replies were recorded: left out, not an error
     by_key = {check.key: check for check in chip_checks(outcome, details.alarms)}
@@ -84,14 +85,7 @@ def test_a_chip_not_ok_gets_its_alarm_code_in_the_check(tmp_path: Path) -> None:
 
 
 def test_a_health_reply_without_a_code_keeps_the_advice_to_ask_npu_smi(tmp_path: Path) -> None:
-    environ = npu_smi_environ(
-        tmp_path,
-        "3.2",
-        **npu_smi_replies(tmp_path, {"-t health -i 3 -c 0": warning_with_code("NA")}),
-    )
-    host = fake_host(tmp_path, environ)
-    outcome = probe_npu_smi(host, FAKE_NPU_SMI_COMMAND, 10)
-    details = read_chip_details(host, FAKE_NPU_SMI_COMMAND, 10, outcome.report)
+    outcome, details = chip_3_in_warning(tmp_path, "NA")
     assert dict(details.alarms) == {(3, 0): HealthAlarm("Warning", None, None)}
     warning = {c.key: c for c in chip_checks(outcome, details.alarms)}["device.chip.3.0"]
     assert "error code" not in warning.detail

@@ -18,6 +18,7 @@ from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.elasticsearch.dead_letters import DeadLetters
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
 from npuwatch.sinks.elasticsearch.shipper import SearchShipper, ShipSettings
+from npuwatch.sinks.elasticsearch.templates import index_template, template_name
 from tests.agent.harness import Harness
 from tests.opensearch_node.launcher import RunningNode, start_node
 
@@ -94,6 +95,13 @@ def journal_levels(directory: Path) -> Counter[str | None]:
                 levels.update(stored.level for stored in decode_block(block.payload))
             position = page[-1][0]
     return levels
+
+
+def install_template(engine: SearchEngine, namespace: str = "default") -> None:
+    """The OpenSearch template of `namespace`, without replicas (one node)."""
+    engine.put_index_template(
+        template_name(namespace), index_template(namespace, "opensearch", replicas=0)
+    )
 
 
 def make_shipper(

@@ -15,10 +15,9 @@ from pathlib import Path
 from opensearchpy.exceptions import TransportError
 
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine, status_of
-from npuwatch.sinks.elasticsearch.templates import TEMPLATE_NAME, index_template
 from tests.agent.harness import plog_line, plog_path
 from tests.opensearch_node.launcher import RunningNode
-from tests.sinks.elasticsearch.conftest import journal_counts
+from tests.sinks.elasticsearch.conftest import install_template, journal_counts
 from tests.sinks.elasticsearch.es_adapter import ElasticsearchFace
 
 FILES = 4
@@ -187,9 +186,7 @@ def test_kill_9_while_the_engine_is_down_loses_nothing_once_it_is_back(
         tmp_path, node, namespace, url=f"http://127.0.0.1:{port}", flavour="elasticsearch"
     )
     engine = SearchEngine(Connection("opensearch", (node.url,)))
-    engine.put_index_template(
-        f"{TEMPLATE_NAME}-{namespace}", index_template(namespace, "opensearch", replicas=0)
-    )
+    install_template(engine, namespace)
     lines = [
         plog_line(800, n, "ERROR" if n % ERROR_EVERY == 0 else "INFO", "notify wait timeout")
         for n in range(LINES)

@@ -25,8 +25,13 @@ from npuwatch.sinks.elasticsearch.streams import all_streams
 from npuwatch.sinks.elasticsearch.templates import index_template
 from tests.agent.telemetry_agent import SAMPLE, journal_telemetry
 from tests.npu_smi_samples import load_doc_samples
-from tests.sinks.elasticsearch.conftest import Journaled, journal_levels, make_shipper, ship_all
-from tests.sinks.elasticsearch.test_opensearch_shipping import install_template
+from tests.sinks.elasticsearch.conftest import (
+    Journaled,
+    install_template,
+    journal_levels,
+    make_shipper,
+    ship_all,
+)
 
 pytestmark = pytest.mark.integration
 

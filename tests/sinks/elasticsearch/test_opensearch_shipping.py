@@ -9,18 +9,18 @@ from pathlib import Path
 from npuwatch.sinks.elasticsearch.documents import Action, levels_below
 from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
 from npuwatch.sinks.elasticsearch.streams import all_streams
-from npuwatch.sinks.elasticsearch.templates import TEMPLATE_NAME, index_template, policy_name
+from npuwatch.sinks.elasticsearch.templates import index_template, policy_name, template_name
 from tests.opensearch_node.launcher import RunningNode, start_node
-from tests.sinks.elasticsearch.conftest import Journaled, journal_levels, make_shipper, ship_all
+from tests.sinks.elasticsearch.conftest import (
+    Journaled,
+    install_template,
+    journal_levels,
+    make_shipper,
+    ship_all,
+)
 from tests.sinks.elasticsearch.es_adapter import ElasticsearchFace
 
 STREAMS = ",".join(all_streams("default"))
-
-
-def install_template(engine: SearchEngine, namespace: str = "default") -> None:
-    engine.put_index_template(
-        f"{TEMPLATE_NAME}-{namespace}", index_template(namespace, "opensearch", replicas=0)
-    )
 
 
 def shipped(engine: SearchEngine, stream: str) -> int:
@@ -31,7 +31,7 @@ def test_the_template_maps_codes_as_keywords_message_as_text_and_keeps_the_origi
     engine: SearchEngine,
 ) -> None:
     install_template(engine)
-    template = engine.index_template(f"{TEMPLATE_NAME}-default")
+    template = engine.index_template(template_name("default"))
     assert template is not None
     properties = template["template"]["mappings"]["properties"]
     assert properties["error"]["properties"]["code"]["type"] == "keyword"
@@ -171,7 +171,7 @@ def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official
         assert template["template"]["settings"].pop("index.lifecycle.name") == policy_name(
             "esflavour"
         )
-        engine.put_index_template(f"{TEMPLATE_NAME}-esflavour", template)
+        engine.put_index_template(template_name("esflavour"), template)
         first, _, dead = make_shipper(
             engine, hccl_journal.directory, tmp_path / "first", namespace="esflavour"
         )

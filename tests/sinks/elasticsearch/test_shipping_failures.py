@@ -19,9 +19,8 @@ from npuwatch.cli import main
 from npuwatch.sinks.elasticsearch.engine import Connection, Flavour, SearchEngine
 from npuwatch.sinks.elasticsearch.streams import all_streams
 from tests.opensearch_node.launcher import RunningNode
-from tests.sinks.elasticsearch.conftest import Journaled, make_shipper, ship_all
+from tests.sinks.elasticsearch.conftest import Journaled, install_template, make_shipper, ship_all
 from tests.sinks.elasticsearch.es_adapter import ElasticsearchFace, Gate
-from tests.sinks.elasticsearch.test_opensearch_shipping import install_template
 
 STREAMS = ",".join(all_streams("default"))
 FLAVOURS: tuple[Flavour, ...] = ("elasticsearch", "opensearch")
@@ -53,9 +52,9 @@ class Refusals:
 
 
 def through_face(
-    flavour: Flavour, node: RunningNode, gate: Gate | None = None, port: int = 0
+    flavour: Flavour, node: RunningNode, gate: Gate | None = None
 ) -> tuple[ElasticsearchFace, SearchEngine]:
-    face = ElasticsearchFace(node.url, port=port, gate=gate)
+    face = ElasticsearchFace(node.url, gate=gate)
     return face, SearchEngine(Connection(flavour, (face.url,), timeout_s=5))
 
 

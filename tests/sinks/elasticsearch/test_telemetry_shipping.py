@@ -14,8 +14,7 @@ from npuwatch.sinks.elasticsearch.documents import levels_below
 from npuwatch.sinks.elasticsearch.engine import SearchEngine
 from tests.agent.telemetry_agent import PROFILING_RUNS, SAMPLE, journal_telemetry
 from tests.npu_smi_samples import load_doc_samples
-from tests.sinks.elasticsearch.conftest import make_shipper, ship_all
-from tests.sinks.elasticsearch.test_opensearch_shipping import install_template
+from tests.sinks.elasticsearch.conftest import install_template, make_shipper, ship_all
 
 pytestmark = pytest.mark.integration
 

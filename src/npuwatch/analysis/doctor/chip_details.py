@@ -38,6 +38,10 @@ class HealthAlarm:
     information: str | None
 
 
+NO_ALARM = HealthAlarm(None, None, None)
+"""What a chip that was not asked (or did not answer) has to say."""
+
+
 @dataclass(frozen=True)
 class ChipDetails:
     """The answers of the detail queries (empty when none was asked or none answered)."""

@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from npuwatch.analysis.doctor.chip_details import NO_ALARM, HealthAlarm
 from npuwatch.analysis.doctor.host import Host
 from npuwatch.analysis.doctor.report import Check, Status
 from npuwatch.analysis.doctor.wording import are, celsius, count_of, human_bytes, joined, watts
 from npuwatch.collector.npu_smi_command import NpuSmiFailed, NpuSmiUnavailable, run_npu_smi
 
 if TYPE_CHECKING:
-    from npuwatch.analysis.doctor.chip_details import HealthAlarm
     from npuwatch.parsers.npu_smi import NpuChip, NpuSmiReport
 
 MANAGEMENT_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
@@ -257,10 +257,12 @@ def _chip_check(chip: NpuChip, alarm: HealthAlarm | None) -> Check:
         parts.append(f"memory {memory} / {human_bytes(chip.memory_total_bytes)}")
     status: Status = "ok" if chip.healthy else "warn" if chip.health == "Warning" else "fail"
     action = None
-    code = alarm.error_code if alarm else None
+    alarm = alarm or NO_ALARM
+    code = alarm.error_code
     if code is not None:
-        information = alarm.information if alarm else None
-        parts.append(f"error code {code}" + (f" ({information})" if information else ""))
+        parts.append(
+            f"error code {code}" + (f" ({alarm.information})" if alarm.information else "")
+        )
         action = (
             f"look {code} up in the health alarm reference of the NPU's hardware guide; "
             "the device log under /var/log/npu/slog says why"
@@ -290,6 +292,6 @@ def _chip_check(chip: NpuChip, alarm: HealthAlarm | None) -> Check:
             "memory_total_bytes": chip.memory_total_bytes,
             "bus_id": chip.bus_id,
             "health_error_code": code,
-            "health_error_information": alarm.information if alarm else None,
+            "health_error_information": alarm.information,
         },
     )

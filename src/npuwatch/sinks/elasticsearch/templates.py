@@ -14,14 +14,18 @@ from typing import Any
 from npuwatch.sinks.elasticsearch.engine import Flavour
 from npuwatch.sinks.elasticsearch.streams import check_namespace
 
-TEMPLATE_NAME = "npuwatch-logs-ascend"
-POLICY_PREFIX = "npuwatch-logs-ascend"
+NAME_PREFIX = "npuwatch-logs-ascend"
+
+
+def template_name(namespace: str) -> str:
+    """The index template of one namespace's data streams."""
+    return f"{NAME_PREFIX}-{namespace}"
 
 
 def policy_name(namespace: str) -> str:
     """One lifecycle policy per namespace, as one template: clusters sharing an engine may keep
     their data for different times, and OpenSearch's policy names its indices itself."""
-    return f"{POLICY_PREFIX}-{namespace}"
+    return f"{NAME_PREFIX}-{namespace}"
 
 
 _PRIORITY = 250
