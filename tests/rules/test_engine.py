@@ -239,3 +239,37 @@ def test_the_parsers_batch_index_gives_the_same_events_as_reading_the_records() 
         engine.process(tail, stream, hints=parser.last_batch if indexed else None)
         outcomes.append(([e.to_document() for e in engine.flush()], dict(engine.match_counts)))
     assert outcomes[0] == outcomes[1]
+
+
+def test_dedupe_keeps_ranks_apart_when_their_lines_carry_no_pid(tmp_path: Path) -> None:
+    rules = pack(tmp_path, rule("wd", "ascend.format == c10 and message ~ /watchdog/i"))
+    watchdog = "[rank{0}]:[E914 09:37:31.00{0} c.ts:1] [Rank {0}] Watchdog caught a timeout"
+    lines = [watchdog.format(rank) for rank in (0, 1, 2, 3, 4, 5, 7)] + [watchdog.format(3)]
+    events = run(RuleEngine(rules), lines, path="/root/job/train.log")
+    assert sorted((e.rank, e.count) for e in events) == [
+        (0, 1),
+        (1, 1),
+        (2, 1),
+        (3, 2),
+        (4, 1),
+        (5, 1),
+        (7, 1),
+    ]
+
+
+def test_dedupe_keeps_hosts_apart_whatever_the_rule_groups_by(tmp_path: Path) -> None:
+    rules = pack(
+        tmp_path, rule("err", "log.level == ERROR", dedupe="{within: 60s, by: [process.pid]}")
+    )
+    engine = RuleEngine(rules)
+    for host in ("host-a", "host-b", "host-a"):
+        parser = StreamParser(utc_clock(), path=PLOG, host=host)
+        records = parser.feed((line("ERROR", "GE", 1, "x") + "\n").encode()) + parser.flush()
+        stream = engine.stream(parser.source)
+        engine.process(records, stream)
+        stream.close()
+    events = engine.flush()
+    assert sorted((e.source.host, e.count) for e in events if e.source) == [
+        ("host-a", 2),
+        ("host-b", 1),
+    ]

@@ -46,11 +46,20 @@ class Finding:
         return max(times) if times else None
 
     def first_per_place(self) -> list[Event]:
-        """The first event of each host, device and process."""
+        """The first event of each place (host, device, and process or rank)."""
         seen: dict[tuple[Any, ...], Event] = {}
         for event in sorted(self.events, key=_event_time):
             seen.setdefault(place(event), event)
         return list(seen.values())
+
+    def rank_per_place(self) -> dict[tuple[Any, ...], int]:
+        """The rank of each place that any of its events names: a process's plog lines do not
+        say its rank, its console lines do."""
+        ranks: dict[tuple[Any, ...], int] = {}
+        for event in self.events:
+            if event.rank is not None:
+                ranks.setdefault(place(event), event.rank)
+        return ranks
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,14 +123,20 @@ def verdict(events: list[Event]) -> Verdict | None:
 
 
 def place(event: Event) -> tuple[Any, ...]:
+    """Where an event happened: host, device and process, or the rank when the line names no
+    process (the c10 lines of torch's ranks carry no pid, and must not fall together)."""
     source = event.source
+    host = source.host if source else None
     device = event.device if event.device is not None else (source.device if source else None)
-    return (source.host if source else None, device, event.pid)
+    if event.pid is None and event.rank is not None:
+        return (host, device, None, event.rank)
+    return (host, device, event.pid, None)
 
 
 def describe(event: Event) -> dict[str, Any]:
     source = event.source
-    host, device, pid = place(event)
+    host, device, pid, _ = place(event)
+    rank = event.rank
     return {
         "rule": event.rule.id,
         "title": event.rule.spec.title,
@@ -132,7 +147,7 @@ def describe(event: Event) -> dict[str, Any]:
         "device": device,
         "pid": pid,
         "process_name": event.process_name,
-        "rank": event.rank,
+        "rank": rank,
         "file": source.path if source else None,
         "error_codes": list(event.error_codes),
         "fields": event.fields,

@@ -6,6 +6,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import tzinfo
+from typing import Any
 
 from npuwatch.analysis.findings import Verdict, describe, group, place, verdict
 from npuwatch.analysis.scan import ScanResult
@@ -100,9 +101,7 @@ def _findings(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> 
             + palette.dim(f"[{finding.rule_id}, {finding.layer}/{finding.category}]")
         )
         places = finding.first_per_place()
-        shown = ", ".join(_where(event) for event in places[:_PLACES_SHOWN])
-        more = f" and {len(places) - _PLACES_SHOWN} more" if len(places) > _PLACES_SHOWN else ""
-        add(f"      where: {shown}{more}")
+        add(f"      where: {_places(places, finding.rank_per_place())}")
         for line in textwrap.wrap(finding.advice, 92):
             add("      " + line)
         first = places[0]
@@ -112,8 +111,48 @@ def _findings(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> 
     add("")
 
 
+def _places(events: list[Event], ranks_known: dict[tuple[Any, ...], int]) -> str:
+    """Where a finding happened, per host: its ranks as ranges when every place of the host has
+    one (so that the rank that is missing stands out: `ranks 0–5, 7`), else each place."""
+    by_host: dict[str | None, list[Event]] = {}
+    for event in events:
+        by_host.setdefault(place(event)[0], []).append(event)
+    parts: list[str] = []
+    listed = 0
+    for host, at_host in by_host.items():
+        ranks = sorted({ranks_known[place(e)] for e in at_host if place(e) in ranks_known})
+        if len(ranks) == len(at_host):
+            label = "rank" if len(ranks) == 1 else "ranks"
+            parts.append(f"{host + ' ' if host else ''}{label} {_ranges(ranks)}")
+            continue
+        for event in at_host:
+            if listed < _PLACES_SHOWN:
+                parts.append(_where(event))
+            listed += 1
+    more = f" and {listed - _PLACES_SHOWN} more" if listed > _PLACES_SHOWN else ""
+    return "; ".join(parts) + more
+
+
+def _ranges(numbers: list[int]) -> str:
+    """Sorted numbers as ranges: `0–5, 7`."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    pieces: list[str] = []
+    for low, high in runs:
+        if high - low >= 2:
+            pieces.append(f"{low}–{high}")
+        else:  # two neighbours read better as a list than as a range
+            pieces.extend(str(number) for number in range(low, high + 1))
+    return ", ".join(pieces)
+
+
 def _where(event: Event) -> str:
-    host, device, pid = place(event)
+    host, device, pid, _ = place(event)
+    rank = event.rank
     parts = []
     if host:
         parts.append(host)
@@ -122,8 +161,8 @@ def _where(event: Event) -> str:
     if pid is not None:
         name = f" ({event.process_name})" if event.process_name else ""
         parts.append(f"pid {pid}{name}")
-    if event.rank is not None:
-        parts.append(f"rank {event.rank}")
+    if rank is not None:
+        parts.append(f"rank {rank}")
     return ", ".join(parts) or (event.source.path if event.source else "?") or "?"
 
 

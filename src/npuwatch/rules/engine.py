@@ -319,7 +319,16 @@ class RuleEngine:
         """A new event, or None when the match joins an event still open in its dedupe window."""
         spec = rule.spec
         window = spec.dedupe.within * _US
-        dedupe_key = (rule.id, *(getter(record) for getter in index.dedupe_getters[rule]))
+        # Whatever a rule groups by, one event never stands for several hosts or ranks: the
+        # lines of the ranks of a job often carry no pid (c10, torch_npu), and an operator must
+        # see which ranks failed and which did not.
+        source = record.source
+        dedupe_key = (
+            rule.id,
+            source.host if source is not None else None,
+            record.rank,
+            *(getter(record) for getter in index.dedupe_getters[rule]),
+        )
         held = self._open.get(dedupe_key)
         timestamp = record.timestamp_us
         if (
