@@ -1,0 +1,98 @@
+"""The README's `scan` sample is what `npuwatch scan fixtures/trees/hccl-timeout` prints today.
+
+The sample is abridged by two marks only: a line `…` stands for any number of lines left out, and
+a line ending in ` …` for a line of the output that starts with what comes before the mark.
+Every other line is the output's next line, exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+README = REPO / "README.md"
+SECTION = "## `npuwatch scan`: what went wrong in this log tree"
+COMMAND = ["scan", "fixtures/trees/hccl-timeout"]
+GAP = "…"
+CUT = " …"
+
+
+def readme_sample() -> list[str]:
+    """The first fenced block without a language in the README's scan section."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    block: list[str] | None = None
+    language = ""
+    for line in lines[lines.index(SECTION) + 1 :]:
+        if block is None and line.startswith("## "):
+            break
+        if line.startswith("```"):
+            if block is None:
+                block, language = [], line[3:].strip()
+                continue
+            if not language:
+                return block
+            block = None
+            continue
+        if block is not None:
+            block.append(line)
+    raise AssertionError(f"README.md has no sample output under {SECTION!r}")
+
+
+def fits(expected: str, actual: str) -> bool:
+    if expected.endswith(CUT):
+        head = expected[: -len(CUT)]
+        return actual.startswith(head) and len(actual) > len(head)
+    return expected == actual.rstrip()
+
+
+def departure(sample: list[str], output: list[str]) -> str | None:
+    """Where the sample departs from the output, or None when it is a faithful excerpt."""
+    position = 0
+    skipping = False
+    for number, expected in enumerate(sample, start=1):
+        if expected.strip() == GAP:
+            skipping = True
+            continue
+        while position < len(output) and not fits(expected, output[position]):
+            if not skipping:
+                return f"sample line {number} is {expected!r}, the output has {output[position]!r}"
+            position += 1
+        if position == len(output):
+            return f"sample line {number} is not in the output (in this order): {expected!r}"
+        position += 1
+        skipping = False
+    return None
+
+
+def run_scan() -> subprocess.CompletedProcess[str]:
+    """The command as the README gives it, from the checkout, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "npuwatch", *COMMAND],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "TZ": "UTC", "NO_COLOR": "1"},
+    )
+
+
+def test_the_readme_scan_sample_is_what_the_command_prints() -> None:
+    result = run_scan()
+    assert result.returncode == 1, result.stderr  # error records found
+    sample = readme_sample()
+    assert len([line for line in sample if line.strip() != GAP]) >= 20
+    problem = departure(sample, result.stdout.splitlines())
+    assert problem is None, f"README.md › npuwatch scan: {problem}"
+
+
+def test_the_comparison_catches_a_changed_count_and_lines_out_of_order() -> None:
+    output = ["a", "  b — 21× from x", "c", "d"]
+    assert departure(["a", "  b — 21× …", "…", "d"], output) is None
+    assert departure(["a", "  b — 14× …"], output) is not None
+    assert departure(["a", "c"], output) is not None  # a gap must be marked
+    assert departure(["…", "d", "c"], output) is not None
+    assert departure(["a", "…", "e"], output) is not None
