@@ -1,24 +1,37 @@
-"""`npuwatch config check|example`: exit codes 0 valid, 1 problems, 2 no such file."""
+"""`npuwatch config check|example`: exit codes 0 valid, 1 problems, 2 no such file or rules
+that do not load."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import npuwatch.agent.runtime
 import npuwatch.commands.config_run
 import npuwatch.config
 from npuwatch.cli import main
+from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
+from tests.conftest import REPO
 from tests.npu_smi_samples import FAKE_NPU_SMI
 
 
 @pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No NPUWATCH_* variable of the machine running the tests leaks into them."""
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No NPUWATCH_* variable and no /etc/npuwatch/rules.d of the machine running the tests
+    leaks into them."""
     for name in list(os.environ):
         if name.upper().startswith("NPUWATCH_"):
             monkeypatch.delenv(name)
+    monkeypatch.setattr(npuwatch.agent.runtime, "SYSTEM_RULES", tmp_path / "no-rules.d")
+
+
+def builtin_rules_line() -> str:
+    ruleset = load_rules([DEFAULT_PACKS])
+    return f"rules: {len(ruleset.rules)} rules in {len(ruleset.files)} packs from {DEFAULT_PACKS}"
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -46,6 +59,7 @@ def test_check_of_a_valid_file_prints_ok_the_journal_and_the_log_roots(
         "device telemetry: off: npu-smi not found (no driver here? set devices.npu_smi_command)",
         "search engine: off (sinks.elasticsearch.enabled = false)",
         "prometheus: /metrics on :9816",
+        builtin_rules_line(),
     ]
     assert captured.err == ""
 
@@ -215,3 +229,164 @@ def test_check_says_where_records_are_shipped_and_from_which_level(
         "ships WARNING and above"
     ) in lines
     assert "prometheus: /metrics on 127.0.0.1:9816" in lines
+
+
+# --- standard input ---------------------------------------------------------------------------
+
+
+def check_stdin(text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`npuwatch config check -` in its own process, `text` on its real standard input."""
+    environment = {k: v for k, v in os.environ.items() if not k.upper().startswith("NPUWATCH_")}
+    return subprocess.run(
+        [sys.executable, "-m", "npuwatch", "config", "check", "-", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=environment,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_check_of_a_dash_reads_the_configuration_from_standard_input(tmp_path: Path) -> None:
+    result = check_stdin(f'[agent]\nhost_name = "piped"\nstate_directory = "{tmp_path}"\n')
+    assert result.stderr == ""
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[:3] == [
+        "<stdin>: ok",
+        "host: piped",
+        f"journal: {tmp_path / 'journal'}",
+    ]
+
+
+def test_the_example_piped_into_check_is_valid() -> None:
+    example = subprocess.run(
+        [sys.executable, "-m", "npuwatch", "config", "example"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    result = check_stdin(example.stdout)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("<stdin>: ok\n")
+
+
+def test_a_problem_on_standard_input_is_reported_against_stdin() -> None:
+    result = check_stdin("[journal]\nmax_age = \n")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == "<stdin>:2:11: invalid TOML: invalid value\n"
+
+
+# --- the rule packs the agent would load ------------------------------------------------------
+
+BROKEN_PACK = """\
+pack: site
+rules:
+  - id: site.broken
+    title: A condition that does not parse
+    when: "log.level == "
+    severity: error
+    layer: runtime
+    category: error
+    advice: none
+"""
+
+
+def test_check_fails_when_npuwatch_s_own_packs_are_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without the packs (a wheel built without them) must fail the unit's
+    ExecStartPre, not start an agent that exits and is restarted in a loop."""
+    missing = tmp_path / "site-packages" / "npuwatch" / "rules" / "packs"
+    monkeypatch.setattr(npuwatch.agent.runtime, "DEFAULT_PACKS", missing)
+    path = write(tmp_path, f'[agent]\nstate_directory = "{tmp_path}"\n')
+    assert main(["config", "check", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        f"npuwatch: {missing}:1:1: cannot read the file: [Errno 2] No such file or directory: "
+        f"'{missing}'",
+        "npuwatch: the rules have errors: fix them and start again",
+    ]
+
+
+def test_check_fails_on_a_configured_pack_that_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "site.yaml"
+    path = write(
+        tmp_path, f'[agent]\nstate_directory = "{tmp_path}"\n[rules]\npaths = ["{missing}"]\n'
+    )
+    assert main(["config", "check", str(path)]) == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[0]
+        .startswith(f"npuwatch: {missing}:1:1: cannot read the file: ")
+    )
+
+
+def test_check_fails_on_a_broken_pack_in_the_system_rules_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = tmp_path / "rules.d"
+    system.mkdir()
+    (system / "50-site.yaml").write_text(BROKEN_PACK, encoding="utf-8")
+    monkeypatch.setattr(npuwatch.agent.runtime, "SYSTEM_RULES", system)
+    monkeypatch.setattr(npuwatch.commands.config_run, "DEFAULT_CONFIG_PATH", tmp_path / "none")
+    monkeypatch.setattr(npuwatch.config, "DEFAULT_CONFIG_PATH", tmp_path / "none")
+    assert main(["config", "check"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert err[0].startswith(f"npuwatch: {system / '50-site.yaml'}:5:")
+    assert err[1] == "npuwatch: the rules have errors: fix them and start again"
+
+
+def test_check_counts_the_configured_packs_after_the_builtin_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text(BROKEN_PACK.replace('"log.level == "', '"log.level == ERROR"'), "utf-8")
+    path = write(
+        tmp_path, f'[agent]\nstate_directory = "{tmp_path}"\n[rules]\npaths = ["{site}"]\n'
+    )
+    assert main(["config", "check", str(path)]) == 0
+    builtin = load_rules([DEFAULT_PACKS])
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"rules: {len(builtin.rules) + 1} rules in {len(builtin.files) + 1} packs from "
+        f"{DEFAULT_PACKS}, {site}"
+    )
+
+
+@pytest.mark.integration
+def test_check_and_the_agent_refuse_a_broken_pack_with_the_same_lines(tmp_path: Path) -> None:
+    pack = tmp_path / "site.yaml"
+    pack.write_text(BROKEN_PACK, encoding="utf-8")
+    (tmp_path / "logs").mkdir()
+    path = write(
+        tmp_path,
+        f'[agent]\nstate_directory = "{tmp_path / "state"}"\n'
+        f'[sources]\nroots = ["{tmp_path / "logs"}"]\n[rules]\npaths = ["{pack}"]\n'
+        "[devices]\nenabled = false\n[sinks.prometheus]\nenabled = false\n",
+    )
+    environment = {k: v for k, v in os.environ.items() if not k.upper().startswith("NPUWATCH_")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "npuwatch", *args],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=60,
+            check=False,
+        )
+
+    check = run("config", "check", str(path))
+    agent = run("agent", "--config", str(path))
+    assert (check.returncode, agent.returncode) == (2, 2)
+    assert check.stdout == ""
+    assert check.stderr.splitlines() == agent.stderr.splitlines()[-2:]
+    assert check.stderr.startswith(f"npuwatch: {pack}:5:")

@@ -11,13 +11,19 @@ examples:
   npuwatch config example > /etc/npuwatch/npuwatch.toml
   npuwatch config check               # $NPUWATCH_CONFIG, else /etc/npuwatch/npuwatch.toml
   npuwatch config check ./npuwatch.toml
+  npuwatch config example | npuwatch config check -   # - reads standard input
   NPUWATCH_JOURNAL__MAX_AGE=7d npuwatch config check
+
+The check loads the rule packs the agent would (npuwatch's own unless rules.builtin = false,
+/etc/npuwatch/rules.d, rules.paths), so a missing or broken pack fails it as it would stop the
+agent: the systemd unit runs it as ExecStartPre.
 
 Any key can be set in the environment as NPUWATCH_<SECTION>__<KEY>, with two underscores between
 levels (NPUWATCH_SINKS__CONSOLE__ENABLED=true); the environment wins over the file. Values are
 read as TOML when they are TOML (true, 10, ["/data/log"]) and as text otherwise (7d).
 
-exit status: 0 valid, 1 problems (one line each on stderr: FILE: KEY: REASON), 2 no such file.
+exit status: 0 valid, 1 problems (one line each on stderr: FILE: KEY: REASON), 2 no such file
+or the rule packs do not load.
 """
 
 
@@ -38,15 +44,17 @@ def add_config_commands(commands: Any) -> None:
         help="validate a file and the NPUWATCH_* variables as the agent would (exit 1 on any "
         "problem)",
         description="Validate a configuration file and the NPUWATCH_* variables as the agent "
-        "would load them. Prints the journal folder and the log roots it would follow; each "
-        "problem is one line on stderr naming the file or variable, the key and the reason.",
+        "would load them, and load the rule packs it would use. Prints the journal folder, the "
+        "log roots it would follow and the rules; each problem is one line on stderr naming the "
+        "file or variable, the key and the reason.",
     )
     check.add_argument(
         "path",
         nargs="?",
         type=Path,
         metavar="FILE",
-        help="configuration file (default: $NPUWATCH_CONFIG, else /etc/npuwatch/npuwatch.toml)",
+        help="configuration file, - for standard input (default: $NPUWATCH_CONFIG, else "
+        "/etc/npuwatch/npuwatch.toml)",
     )
     check.set_defaults(handler="npuwatch.commands.config_run:run_config_check")
     example = actions.add_parser(

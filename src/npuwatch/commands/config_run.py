@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import socket
@@ -23,9 +24,17 @@ from npuwatch.config import (
     load_config,
 )
 
+STDIN = Path("-")
+"""`npuwatch config check -`: the configuration comes on standard input."""
+_STDIN_FILE = Path("/dev/stdin")
+_STDIN_LABEL = "<stdin>"
+
 
 def run_config_check(args: argparse.Namespace) -> int:
-    """Validate the configuration; print what the agent would use, or every problem."""
+    """Validate the configuration and load the rule packs as the agent would; print what the
+    agent would use, or every problem."""
+    if args.path == STDIN:
+        return _check_stdin()
     path: Path = args.path or config_path_from(os.environ) or DEFAULT_CONFIG_PATH
     if path == DEFAULT_CONFIG_PATH and not args.path and not path.exists():
         # No file at all is a valid setup: the agent runs with the defaults (and NPUWATCH_*).
@@ -42,9 +51,59 @@ def run_config_check(args: argparse.Namespace) -> int:
         for problem in error.problems:
             sys.stderr.write(f"{problem}\n")
         return EXIT_USAGE if isinstance(error, ConfigUnreadable) else EXIT_FINDINGS
-    sys.stdout.write(f"{path}: ok\n")
+    return _report(f"{path}: ok", config)
+
+
+def _check_stdin() -> int:
+    # /dev/stdin rather than sys.stdin: the loader reads a path, and this one is read once,
+    # as a pipe or a redirected file alike. Problems name <stdin>, not /dev/stdin.
+    try:
+        config = load_config(_STDIN_FILE, os.environ)
+    except ConfigError as error:
+        for problem in error.problems:
+            if problem.source == str(_STDIN_FILE):
+                problem = dataclasses.replace(problem, source=_STDIN_LABEL)
+            sys.stderr.write(f"{problem}\n")
+        return EXIT_USAGE if isinstance(error, ConfigUnreadable) else EXIT_FINDINGS
+    return _report(f"{_STDIN_LABEL}: ok", config)
+
+
+def _report(headline: str, config: Config) -> int:
+    """Load the agent's rule packs for `config`; print `headline` and what the agent would use,
+    or why the rules would stop it."""
+    rules = _load_rules(config)
+    if rules is None:
+        return EXIT_USAGE
+    sys.stdout.write(f"{headline}\n")
     _describe(config)
+    sys.stdout.write(f"rules: {rules}\n")
     return EXIT_OK
+
+
+def _load_rules(config: Config) -> str | None:
+    """The rules the agent would load, summarised; None after printing their problems.
+
+    The agent refuses to start on a broken or missing pack, so the check must too: the unit's
+    ExecStartPre runs it, and only a failing check keeps systemd from restarting the agent in
+    a loop. The messages are the agent's own, word for word.
+    """
+    # The agent's choice of packs (builtin, /etc/npuwatch/rules.d, rules.paths), not a copy of
+    # it; imported here because the agent's modules take half a second to load.
+    from npuwatch.agent.runtime import rule_locations  # noqa: PLC0415
+    from npuwatch.rules.loader import RuleLoadError, load_rules  # noqa: PLC0415
+
+    locations = rule_locations(config)
+    try:
+        ruleset = load_rules(locations)
+    except RuleLoadError as error:
+        for problem in error.problems:
+            sys.stderr.write(f"npuwatch: {problem}\n")
+        sys.stderr.write("npuwatch: the rules have errors: fix them and start again\n")
+        return None
+    packs = len(ruleset.files)
+    where = ", ".join(str(location) for location in locations) or "none (rules.builtin = false)"
+    count = len(ruleset.rules)
+    return f"{count} rule{'s' * (count != 1)} in {packs} pack{'s' * (packs != 1)} from {where}"
 
 
 def _describe(config: Config) -> None:
@@ -110,9 +169,8 @@ def _check_defaults() -> int:
         for problem in error.problems:
             sys.stderr.write(f"{problem}\n")
         return EXIT_FINDINGS
-    sys.stdout.write(
+    return _report(
         f"{DEFAULT_CONFIG_PATH}: no such file; the agent runs with the defaults "
-        "(`npuwatch config example` prints them)\n"
+        "(`npuwatch config example` prints them)",
+        config,
     )
-    _describe(config)
-    return EXIT_OK
