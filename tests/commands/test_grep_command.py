@@ -368,6 +368,18 @@ def test_no_matching_event_exits_1(journal_dir: Path, capsys: pytest.CaptureFixt
     assert out(capsys) == []
 
 
+def test_the_agent_s_state_directory_finds_the_journal_inside_it(
+    journal_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--state-directory` is what the agent was given, so it is what users type here too."""
+    state_directory = journal_dir.parent
+    assert grep(journal_dir, "--level", "ERROR") == 0
+    from_journal = out(capsys)
+    assert grep(state_directory, "--level", "ERROR") == 0
+    assert out(capsys) == from_journal
+    assert len(from_journal) == 6  # five ERROR records, one of two lines
+
+
 # --- errors -----------------------------------------------------------------------------------
 
 

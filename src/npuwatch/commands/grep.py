@@ -80,7 +80,8 @@ def add_grep_command(commands: Any) -> None:
     grep.add_argument(
         "--journal",
         metavar="DIR",
-        help="journal folder (default: the configured one, /var/lib/npuwatch/journal)",
+        help="journal folder, or the agent's state directory that holds it (default: the "
+        "configured one, /var/lib/npuwatch/journal)",
     )
     grep.add_argument(
         "--timezone", metavar="TZ", help="zone of times given without one (default: this host's)"

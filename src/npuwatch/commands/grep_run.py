@@ -108,7 +108,12 @@ def _zone(name: str) -> tzinfo:
 
 def journal_directory(args: argparse.Namespace) -> Directory:
     if args.journal is not None:
-        return str(args.journal)
+        given = str(args.journal)
+        inside = os.path.join(given, "journal")  # noqa: PTH118 - no pathlib: see the docstring
+        # The agent's --state-directory keeps the journal in journal/: either folder will do.
+        if not segment_files(given) and segment_files(inside):
+            return inside
+        return given
     from npuwatch.config import ConfigError, config_path_from, load_config  # noqa: PLC0415
 
     try:
