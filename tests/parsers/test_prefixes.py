@@ -21,6 +21,11 @@ LINE = "[ERROR] HCCL(41005,python3):2025-09-01-10:12:00.400.101 [hccl.cc:816] [4
         "> ",
         "> > ",
         "(Worker pid=17096) (Worker_DP0_TP5_EP5 pid=17096) ",
+        "    ",
+        "\t",
+        "  > ",
+        "    [rank1]: ",
+        "[rank1]:     ",
     ],
 )
 def test_a_wrapped_cann_line_gives_the_same_header_fields(prefix: str) -> None:
@@ -60,3 +65,54 @@ def test_vllm_prefixed_text_without_a_cann_line_is_a_vllm_record() -> None:
         [500002],
     )
     assert record.timestamp_us == 1741093028000000  # year from the stream: 2025
+
+
+PLOG = (
+    "[ERROR] RUNTIME(52001,python3):2025-10-02-08:14:03.120.551 [stream.cc:1402]52011 Sync:failed"
+)
+
+
+def test_an_indented_cann_header_after_a_record_starts_a_record_of_its_own() -> None:
+    records = parse("    " + PLOG + "\n    " + LINE + "\n")
+    assert [(r.logger, r.line_count) for r in records] == [("RUNTIME", 1), ("HCCL", 1)]
+    assert records[1].original == "    " + LINE
+    assert records[1].message == "wait timeout"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "[ERROR]HCCL(835695,all_reduce_test):2025-10-02-08:14:03.049.385[task_exception_handler.cc:610]x",
+        "ERROR] RUNTIME(27271,ker_DP7_EP7) :2025-10-02-08:14:03.049.385 [a.cc:1]27271 F:x",
+        "[ERROR] DRV(28499, hccp_service.bin):2025-10-02 08:14:03.049.385 [a.c:1]x",
+        "[EXCEPTION] ME(170414,fffe397fa1e0,python):2021-09-13-15:29:07.465.388 [a.cc:62] F] x",
+    ],
+)
+def test_an_indented_header_with_a_known_anomaly_starts_a_record(header: str) -> None:
+    records = parse(PLOG + "\n  " + header + "\n")
+    assert len(records) == 2 and records[1].original == "  " + header
+    assert records[1].format in {"slog", "mindspore"}
+
+
+@pytest.mark.parametrize(
+    "continuation",
+    [
+        "        TraceBack (most recent call last):",
+        "       GELib::InnerInitialize failed.[FUNC:Initialize][FILE:gelib.cc][LINE:177]",
+        '  File "train.py", line 88, in <module>',
+        '    "ge.exec.deviceId": "3",',
+        " ***********ub end*************",
+        "    <exception_print>HWS_REG_GLB_CTRL0=0xff1f0037012a",
+        "    EI0006: [PID: 52001] 2025-10-02-08:14:03.121.002 Getting socket times out.",
+        "    [ERROR] 2025-10-02-08:14:03 (PID:52001, Device:3, RankID:3) ERR02200 DIST call failed.",
+        "    [INFO]  acl init success",
+        "    [ERROR] RUNTIME(52001,python3):2025-10-02-08:14 a header cut short",
+        "    [rank3]:         TraceBack (most recent call last):",
+        "    ",
+    ],
+)
+def test_an_indented_line_without_a_complete_header_continues_the_record(
+    continuation: str,
+) -> None:
+    (record,) = parse(PLOG + "\n" + continuation + "\n")
+    assert record.original == PLOG + "\n" + continuation and record.line_count == 2

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from npuwatch.records import Record
 from tests.conftest import parse, real_log_files
 
 pytestmark = pytest.mark.realdata
@@ -79,3 +80,48 @@ def test_every_real_file_parses_without_unparsed_header_lines(real_logs: list[Pa
         for record in parse(path.read_bytes(), path=str(path)):
             if HEADER_ANYWHERE.match(record.original):
                 assert record.format in {"slog", "mindspore"}, record.original[:120]
+
+
+CANN_FORMATS = frozenset({"slog", "mindspore"})
+
+
+def line_starts(records: list[Record]) -> list[int]:
+    """The number of the line each record starts on, counting from 0."""
+    starts, line = [], 0
+    for record in records:
+        starts.append(line)
+        line += record.original.count("\n") + 1
+    return starts
+
+
+@pytest.mark.parametrize("indentation", ["    ", "\t", "  > "])
+def test_indented_real_logs_keep_every_header_line_a_record_of_its_own(
+    real_logs: list[Path], indentation: str
+) -> None:
+    """Pasted into a ticket or a document, every line indented: each line that started a CANN
+    record still starts one, with the same header fields, and no other line does."""
+    headers = 0
+    for path in real_logs:
+        text = path.read_bytes().decode("utf-8", "backslashreplace")
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        plain = parse(text, path=str(path))
+        indented = [indentation + line for line in lines]
+        pasted = parse("".join(line + "\n" for line in indented), path=str(path))
+        assert "\n".join(r.original for r in pasted) == "\n".join(indented)  # lossless
+        cann = {
+            start: record
+            for start, record in zip(line_starts(plain), plain, strict=True)
+            if record.format in CANN_FORMATS
+        }
+        expected = sorted(cann.keys() | {0})  # the first line starts a record whatever it is
+        found = dict(zip(line_starts(pasted), pasted, strict=True))
+        assert sorted(found) == expected, path.name
+        for start, record in cann.items():
+            header = (record.level, record.logger, record.pid, record.process_name)
+            again = found[start]
+            assert (again.level, again.logger, again.pid, again.process_name) == header
+            assert again.timestamp_us == record.timestamp_us, path.name
+        headers += len(cann)
+    assert headers == 683  # every CANN record of the corpus

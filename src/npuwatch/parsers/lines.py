@@ -3,19 +3,18 @@
 The order matters and is the order of likelihood: the strict CANN header (almost every line of a
 plog), then the tolerant header, then prefixes that wrap a line, then console blocks and
 neighbouring formats. A line that matches none of them continues the record before it (formats
-doc §1.4); the stream parser decides what that means at the start of a stream.
+doc §1.4); the stream parser decides what that means at the start of a stream. So does an indented
+line, unless a complete CANN header follows its blanks (a pasted log, see `prefixes`).
 """
 
 from __future__ import annotations
 
 from npuwatch.parsers.console import match_console
 from npuwatch.parsers.neighbours import match_neighbour
-from npuwatch.parsers.prefixes import Prefix, peel
+from npuwatch.parsers.prefixes import INDENTATION, Prefix, peel
 from npuwatch.parsers.slog import STRICT, from_strict, from_tolerant
 from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import Record
-
-_CONTINUATION_STARTS = frozenset(" \t")
 
 
 def classify_slow(
@@ -27,23 +26,26 @@ def classify_slow(
     peeled off it, which still describe a continuation line (a vLLM level, a rank).
     """
     first = text[:1]
-    if not first or first in _CONTINUATION_STARTS:
+    if not first:
         return None, None
-    record: Record | None = from_tolerant(text, 0, clock)
+    indented = first in INDENTATION
+    record: Record | None = None if indented else from_tolerant(text, 0, clock)
     if record is not None:
         return record, None
     prefix = peel(text)
     start = 0
     if prefix is not None:
         start = prefix.end
-        inner_first = text[start : start + 1]
-        if not inner_first or inner_first in _CONTINUATION_STARTS:
-            return None, prefix
-        match = STRICT.match(text, start)
-        if match is not None:
-            record = from_strict(match, text, clock)
-        else:
-            record = from_tolerant(text, start, clock)
+        if start < len(text):
+            match = STRICT.match(text, start)
+            if match is not None:
+                record = from_strict(match, text, clock)
+            else:
+                record = from_tolerant(text, start, clock)
+        if record is None and (prefix.indented or start == len(text)):
+            # Blanks then no CANN header: a continuation line, as an indented line always was
+            # (the prefixes before blanks still describe it: `[rank0]:         TraceBack`).
+            return None, None if indented else prefix
     if record is None:
         record = match_console(text, start, clock, year)
     if record is None:

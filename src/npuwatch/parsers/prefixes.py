@@ -5,6 +5,11 @@ Frameworks and people re-print CANN lines behind their own prefixes: grep output
 logger prefixes (`(VllmWorker TP1 pid=961) ERROR 09-07 01:11:09 [file.py:596] `), Ray
 (`(RayWorkerWrapper pid=11394, ip=10.0.1.4) `), test-runner stamps (`[2026-03-19 15:04:57] `),
 markdown quotes (`> `) and llama.cpp (`CANN error: `). They nest, so they are peeled one at a time.
+
+Indentation is a prefix too: log lines quoted in tickets, documents and chat are indented. But the
+continuation lines of real records are indented as well (TraceBack chains, `<exception_print>`
+dumps, JSON), so a line whose prefixes include blanks starts a record only when a complete CANN
+header follows them; `Prefix.indented` tells the classifier to hold it to that.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ _VLLM_LOGGER = re.compile(
 _STAMP = re.compile(r"\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\] ")
 _QUOTE = re.compile(r"> ?")
 _CANN_ERROR = re.compile(r"CANN error: ")
+INDENTATION = frozenset(" \t")
+_INDENTATION = re.compile(r"[ \t]+")
 _MAX_PREFIXES = 8
 
 
@@ -38,6 +45,8 @@ class Prefix:
     """Month, day, hour, minute, second from a vLLM logger prefix (it prints no year)."""
     origin_file: str | None = None
     origin_line: int | None = None
+    indented: bool = False
+    """Blanks were peeled: the line is a record of its own only if a CANN header comes next."""
 
 
 def peel(text: str) -> Prefix | None:
@@ -63,6 +72,9 @@ def peel(text: str) -> Prefix | None:
                 found.pid = int(match[2])
         elif first == ">":
             match = _QUOTE.match(text, position)
+        elif first in INDENTATION:
+            match = _INDENTATION.match(text, position)
+            found.indented = True
         elif first == "C" and text.startswith("CANN error: ", position):
             match = _CANN_ERROR.match(text, position)
         elif first.isupper() and (match := _VLLM_LOGGER.match(text, position)) is not None:
