@@ -12,7 +12,7 @@ from __future__ import annotations
 from npuwatch.parsers.console import match_console
 from npuwatch.parsers.neighbours import match_neighbour
 from npuwatch.parsers.prefixes import INDENTATION, Prefix, peel
-from npuwatch.parsers.slog import STRICT, from_strict, from_tolerant
+from npuwatch.parsers.slog import PID_OPENING, STRICT, from_strict, from_tolerant
 from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import Record
 
@@ -29,6 +29,8 @@ def classify_slow(
     if not first:
         return None, None
     indented = first in INDENTATION
+    if indented and PID_OPENING.search(text) is None:
+        return None, None  # a continuation line: TraceBack, JSON, `<exception_print>` ...
     record: Record | None = None if indented else from_tolerant(text, 0, clock)
     if record is not None:
         return record, None
