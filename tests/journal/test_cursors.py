@@ -12,6 +12,7 @@ import pytest
 
 from npuwatch.journal.cursors import Cursor, CursorStore
 from npuwatch.journal.reader import Position
+from tests.journal.modes import mode_of, umask
 
 CONSOLE = Cursor(Position(3, 17), Position(2, 5))
 SEARCH = Cursor(Position(1, 0), Position(4, 250))
@@ -122,8 +123,16 @@ def test_a_save_that_fails_before_the_rename_leaves_the_old_file_as_it_was(
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", disk_error)
-    with pytest.raises(OSError, match="Input/output"):
-        store.save()
+    assert not store.save()  # refused: the cursors wait in memory, no exception
     monkeypatch.undo()
     assert path.read_bytes() == before
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == ["cursors.json"]
     assert CursorStore(path).get("console") == CONSOLE
+    assert store.save(at_once=True)
+    assert CursorStore(path).get("console") == Cursor(Position(50, 1), Position(50, 1))
+
+
+def test_the_cursor_file_is_0600_whatever_the_umask(tmp_path: Path) -> None:
+    with umask(0o000):
+        path = saved(tmp_path / "cursors.json")
+    assert mode_of(path) == 0o600

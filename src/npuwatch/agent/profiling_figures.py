@@ -3,6 +3,7 @@
 The ascend_op_* and ascend_profiling_* gauges show the latest imported run of each device. The
 runs behind them are not read again after a restart (they were imported), so without this file
 the gauges — and the dashboard's profiling panels — would stay empty until the next run arrives.
+A full disk does not stop imports: the figures are written at the next import there is room for.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from npuwatch.journal.cursors import write_atomically
+from npuwatch.journal.state_file import StateFile
 from npuwatch.sinks.prometheus.profiling_metrics import OperatorTypeFigures, RunFigures
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,9 @@ class SavedFigures:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._file = StateFile(
+            path, "shows the profiling gauges of the runs imported before the last write"
+        )
 
     def load(self) -> list[RunFigures]:
         """The saved figures; none (and one warning) when the file is unreadable."""
@@ -44,7 +48,7 @@ class SavedFigures:
 
     def save(self, runs: Sequence[RunFigures]) -> None:
         data = {"version": _VERSION, "runs": [_plain(run) for run in runs]}
-        write_atomically(self.path, json.dumps(data, indent=1).encode("utf-8"))
+        self._file.save(json.dumps(data, indent=1).encode("utf-8"))
 
 
 def _plain(run: RunFigures) -> dict[str, object]:

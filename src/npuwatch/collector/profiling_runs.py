@@ -6,7 +6,7 @@ when it carries torch_npu's `analyse.done` marker, or when none of its files has
 `settle` seconds. Runs already imported are remembered in a small JSON file under the agent's
 state folder, with the signature (file count, bytes, newest change) they had, so a restart
 imports nothing twice and a run that is written again (profiled anew into the same folder) is
-imported again.
+imported again. A full disk does not stop imports: the list is written when there is room.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from npuwatch.journal.cursors import write_atomically
+from npuwatch.journal.state_file import StateFile
 from npuwatch.parsers.profiling.layout import DONE_MARKER, TORCH_OUTPUT
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,11 @@ class ImportedRuns:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._runs: dict[str, Signature] = self._load()
+        self._file = StateFile(
+            path,
+            "imports again the runs imported since (their search-engine documents keep "
+            "their ids; the journal holds their operators twice)",
+        )
 
     def _load(self) -> dict[str, Signature]:
         try:
@@ -93,7 +98,7 @@ class ImportedRuns:
     def add(self, run: Path, signature: Signature) -> None:
         self._runs[str(run)] = signature
         data = {"version": 1, "runs": {name: list(value) for name, value in self._runs.items()}}
-        write_atomically(self.path, json.dumps(data, indent=1).encode("utf-8"))
+        self._file.save(json.dumps(data, indent=1).encode("utf-8"))
 
     def forget_missing(self, present: Iterable[Path]) -> None:
         """Drop runs that no longer exist (deleted by their owner), so the file stays small."""
@@ -101,6 +106,7 @@ class ImportedRuns:
         gone = [name for name in self._runs if name not in keep]
         for name in gone:
             del self._runs[name]
+        self._file.retry()  # a list a full disk refused: the scans are its chance to be written
 
 
 class RunTracker:

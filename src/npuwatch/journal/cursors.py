@@ -3,19 +3,20 @@
 Kept in one small JSON file, written atomically (temp file, fsync, rename, fsync the folder). A
 file left empty, cut short or full of NUL bytes by a crash is not fatal: the cursors it held are
 restarted at the beginning of the journal, which repeats entries but loses none (the sinks write
-with deterministic ids, so a repeat overwrites), and the agent says so once.
+with deterministic ids, so a repeat overwrites), and the agent says so once. A full disk stops
+no sink: the cursors wait in memory and the file is written when there is room (state_file).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.journal.reader import Position
+from npuwatch.journal.state_file import StateFile
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,10 @@ class CursorStore:
         """True when the file was unreadable at load and the cursors were reset."""
         self._cursors: dict[str, Cursor] = self._load()
         self._lock = threading.Lock()
+        self._file = StateFile(
+            path,
+            "sends again what the sinks sent since the last write (the console prints it again)",
+        )
 
     def _load(self) -> dict[str, Cursor]:
         try:
@@ -65,12 +70,13 @@ class CursorStore:
         with self._lock:
             self._cursors[name] = cursor
 
-    def save(self) -> None:
-        """Write every reader's cursor (one store is shared by the sinks' threads)."""
+    def save(self, at_once: bool = False) -> bool:
+        """Write every reader's cursor (one store is shared by the sinks' threads); True when
+        the file holds them. A full disk makes it False, and the cursors wait (see StateFile)."""
         with self._lock:
-            self._save()
+            return self._file.save(self._encoded(), at_once)
 
-    def _save(self) -> None:
+    def _encoded(self) -> bytes:
         data = {
             "version": 1,
             "cursors": {
@@ -81,19 +87,4 @@ class CursorStore:
                 for name, c in sorted(self._cursors.items())
             },
         }
-        write_atomically(self.path, json.dumps(data, indent=1).encode())
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+        return json.dumps(data, indent=1).encode()

@@ -4,10 +4,16 @@ The first reader of the journal, and the model for the others: it reads after it
 page at a time, and moves the cursor only over what it has written out. Text mode prints the
 original lines (what `tail -F` would have shown, from every file); JSON mode prints one ECS
 document per line. Events are printed as one line each (text) or their documents (JSON).
+
+Neither a full disk nor a refusing output stops it: the cursor file is written when there is
+room (until then a restart prints again what was printed since its last write), and a page the
+output refused (stdout redirected to a full disk) is printed again from the cursor after a
+pause, so a line may be printed twice but none is skipped.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -21,6 +27,10 @@ from npuwatch.sinks.console import to_json_line
 from npuwatch.sinks.event_text import event_line
 
 CURSOR_NAME = "console"
+
+log = logging.getLogger(__name__)
+
+_MAX_PAUSE_S = 30.0
 
 
 class ConsoleSink:
@@ -60,10 +70,27 @@ class ConsoleSink:
 
     def _run(self) -> None:
         last_save = time.monotonic()
+        pause = 0.0
         try:
             while True:
                 stopping = self._stop.is_set()
-                moved = self.pump()
+                try:
+                    moved = self.pump()
+                except OSError as error:
+                    moved = False
+                    if not pause:
+                        log.error(
+                            "cannot print to the console (%s): printing again from the last "
+                            "line printed once it can (a line may be printed twice)",
+                            error.strerror or error,
+                        )
+                    pause = min(max(pause * 2, 0.5), _MAX_PAUSE_S)
+                    if self._stop.wait(pause):
+                        return
+                    continue
+                if pause:
+                    log.warning("the console takes output again")
+                    pause = 0.0
                 if time.monotonic() - last_save >= self._save_interval_s:
                     self._save()
                     last_save = time.monotonic()
@@ -73,29 +100,38 @@ class ConsoleSink:
                     with self._committed:
                         self._committed.wait(0.5)
         finally:
-            self._save()
+            if not self._save(at_once=True):
+                log.warning(
+                    "console: the cursor is not saved (%s cannot be written): what was printed "
+                    "since its last write is printed again at the next start",
+                    self._cursors.path,
+                )
             self._reader.close()
 
     def pump(self) -> bool:
-        """Print one page of blocks and events after the cursor; True when there was one."""
+        """Print one page of blocks and events after the cursor; True when there was one. The
+        cursor moves once the page is flushed: an output that fails (OSError) leaves it."""
+        cursor = self.cursor
         moved = False
         if not self._events_only:
-            for position, block in self._reader.blocks_after(self.cursor.blocks):
+            for position, block in self._reader.blocks_after(cursor.blocks):
                 for stored in decode_block(block.payload):
                     if self._json:
                         self._out.write(to_json_line(to_record(stored, block.source)) + "\n")
                     else:
                         self._out.write(stored.original + "\n")
-                self.cursor = Cursor(position, self.cursor.events)
+                cursor = Cursor(position, cursor.events)
                 moved = True
-        for position, document in self._reader.events_after(self.cursor.events):
+        for position, document in self._reader.events_after(cursor.events):
             self._out.write((document if self._json else event_line(document)) + "\n")
-            self.cursor = Cursor(self.cursor.blocks, position)
+            cursor = Cursor(cursor.blocks, position)
             moved = True
         if moved:
             self._out.flush()
+        self.cursor = cursor
         return moved
 
-    def _save(self) -> None:
+    def _save(self, at_once: bool = False) -> bool:
+        """Save the cursor; False when the disk refused it (it waits, see CursorStore)."""
         self._cursors.set(CURSOR_NAME, self.cursor)
-        self._cursors.save()
+        return self._cursors.save(at_once)

@@ -110,6 +110,7 @@ def make_shipper(
     state: Path,
     namespace: str = "default",
     skipped_levels: frozenset[str] = frozenset(),
+    stop: threading.Event | None = None,
 ) -> tuple[SearchShipper, SelfMetrics, DeadLetters]:
     metrics = SelfMetrics()
     dead = DeadLetters(state / "dead-letter" / "elasticsearch.jsonl")
@@ -118,7 +119,7 @@ def make_shipper(
         journal,
         CursorStore(state / "cursors.json"),
         threading.Condition(),
-        threading.Event(),
+        stop or threading.Event(),
         metrics,
         dead,
         ShipSettings(

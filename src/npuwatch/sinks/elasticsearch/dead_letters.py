@@ -1,14 +1,22 @@
 """Documents the search engine refused for good (a mapping conflict, a malformed field): one
-JSON line each with why, so that an operator can fix the cause and send them again."""
+JSON line each with why, so that an operator can fix the cause and send them again.
+
+The file holds whole documents (log lines), so it is 0600 in a 0700 folder. A line the disk
+cuts short is taken back, so that a full disk leaves the file readable and the line is written
+whole when the write is tried again.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from npuwatch.journal.private_files import create_private, private_directory
 
 
 class DeadLetters:
@@ -17,6 +25,8 @@ class DeadLetters:
         self._lock = threading.Lock()
 
     def write(self, index: str, doc_id: str, status: int, reason: Any, document: Any) -> None:
+        """Append one refused document; raises OSError (and leaves the file as it was) when
+        the disk refuses."""
         line = json.dumps(
             {
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -29,12 +39,22 @@ class DeadLetters:
             ensure_ascii=False,
             default=str,
         )
+        data = memoryview((line + "\n").encode("utf-8"))
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as out:
-                out.write(line + "\n")
-                out.flush()
-                os.fsync(out.fileno())  # the cursor moves past these documents next
+            private_directory(self.path.parent, tighten=False)
+            descriptor = create_private(self.path, os.O_WRONLY | os.O_APPEND)
+            try:
+                size = os.fstat(descriptor).st_size
+                try:
+                    while data:
+                        data = data[os.write(descriptor, data) :]
+                    os.fsync(descriptor)  # the cursor moves past these documents next
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(descriptor, size)
+                    raise
+            finally:
+                os.close(descriptor)
 
     def lines(self) -> list[dict[str, Any]]:
         try:

@@ -7,7 +7,9 @@ answer, 401 or 403 from the engine or a proxy) is no fault of its documents: the
 and a 413 makes the requests smaller. The cursor moves past a page only when
 every entry of it is shipped, already there, or dead-lettered, so a crash or an outage replays
 from the cursor, and the deterministic ids make the replay add nothing. The journal is the
-buffer: an unreachable engine slows this thread only, never the reading of logs.
+buffer: an unreachable engine slows this thread only, never the reading of logs. A full disk
+stops nothing either: a refused document the dead-letter file cannot take is retried with its
+page, and the cursor file is written when there is room (see journal.state_file).
 """
 
 from __future__ import annotations
@@ -136,7 +138,13 @@ class SearchShipper:
                     with self._committed:
                         self._committed.wait(0.5)
         finally:
-            self._save()
+            if not self._save(at_once=True):
+                log.warning(
+                    "%s: the cursor is not saved (%s cannot be written): what was shipped since "
+                    "its last write is sent again at the next start (the engine answers 409)",
+                    self.name,
+                    self._cursors.path,
+                )
             self._reader.close()
 
     def pump(self) -> bool:
@@ -215,8 +223,8 @@ class SearchShipper:
                 answered.add(action.id)
                 if "exception" in result:
                     self._request_failed(action, result, attempt)
-                elif self._classify(action, result) == "retry":
-                    attempt.retry[action.id] = action
+                else:
+                    self._classify(action, result, attempt)
         except self.engine.unreachable as error:
             # Raised mid-stream by elasticsearch-py's helper: whatever got no answer is retried.
             attempt.retry.update((i, a) for i, a in pending.items() if i not in answered)
@@ -229,7 +237,7 @@ class SearchShipper:
         except a lone document a size limit refuses, which no retry will get through."""
         status = result.get("status")
         if status == 413 and self._chunk_docs == 1:
-            self._dead_letter(action, 413, result.get("error"))
+            self._dead_letter(action, 413, result.get("error"), attempt)
             return
         attempt.retry[action.id] = action
         attempt.too_large = attempt.too_large or status == 413
@@ -246,23 +254,32 @@ class SearchShipper:
             self._chunk_bytes,
         )
 
-    def _classify(self, action: Action, result: dict[str, Any]) -> str:
+    def _classify(self, action: Action, result: dict[str, Any], attempt: _Attempt) -> None:
+        """Done (shipped, already there, dead-lettered), or left in `attempt` to retry."""
         status = result.get("status")
         if isinstance(status, int) and 200 <= status < 300:
             self._metrics.shipped.labels(self.name, "ok").inc()
-            return "done"
-        if status == 409:
+        elif status == 409:
             self._metrics.shipped.labels(self.name, "duplicate").inc()
-            return "done"
-        if not isinstance(status, int) or status == 429 or status >= 500:
-            return "retry"
-        self._dead_letter(action, status, result.get("error"))
-        return "done"
+        elif not isinstance(status, int) or status == 429 or status >= 500:
+            attempt.retry[action.id] = action
+        else:
+            self._dead_letter(action, status, result.get("error"), attempt)
 
-    def _dead_letter(self, action: Action, status: int, reason: object) -> None:
+    def _dead_letter(self, action: Action, status: int, reason: object, attempt: _Attempt) -> None:
+        try:
+            self._dead_letters.write(action.stream, action.id, status, reason, action.document)
+        except OSError as error:
+            # Kept nowhere yet, so the cursor must not pass it: it is sent again with the page
+            # (refused again) until the dead-letter file has room.
+            attempt.retry[action.id] = action
+            attempt.problem = (
+                f"a refused document cannot be kept in {self._dead_letters.path}: "
+                f"{error.strerror or error}"
+            )
+            return
         self._metrics.shipped.labels(self.name, "dead_letter").inc()
         self._metrics.dead_letters.labels(self.name).inc()
-        self._dead_letters.write(action.stream, action.id, status, reason, action.document)
         log.error(
             "%s: document %s refused by %s (%d): %s; kept in %s",
             self.name,
@@ -273,6 +290,7 @@ class SearchShipper:
             self._dead_letters.path,
         )
 
-    def _save(self) -> None:
+    def _save(self, at_once: bool = False) -> bool:
+        """Save the cursor; False when the disk refused it (it waits, see CursorStore)."""
         self._cursors.set(self.name, self.cursor)
-        self._cursors.save()
+        return self._cursors.save(at_once)
