@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +29,8 @@ from tests.journal.conftest import (
     open_segment_files,
     segment_files,
 )
+from tests.journal.full_disk import fill, small_tmpfs
+from tests.journal.modes import mode_of, modes_under, umask
 
 NOON_S = epoch_us("2025-09-14T12:00:00") / 1_000_000
 DAY_S = 86_400.0
@@ -320,38 +321,8 @@ def test_retention_never_deletes_the_active_segment(tmp_path: Path, four_segment
 @pytest.fixture
 def small_filesystem(tmp_path: Path) -> Iterator[Path]:
     """A real 1 MiB file system (tmpfs), so that the disk fills the way it does in production."""
-    mount_point = tmp_path / "small-fs"
-    mount_point.mkdir()
-    if shutil.which("mount") is None:
-        pytest.fail("no mount command: CI installs util-linux (the test needs a real full disk)")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.fail(f"cannot mount a tmpfs here (run the tests as root): {mounted.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small-fs") as mount_point:
         yield mount_point
-    finally:
-        unmounted = subprocess.run(["umount", str(mount_point)], capture_output=True, check=False)
-        if unmounted.returncode != 0:  # something still open: detach it now, free it later
-            subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
-
-
-def fill(directory: Path) -> Path:
-    """Write a file until the file system has no byte left; the file."""
-    filler = directory / "filler"
-    handle = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while True:
-            os.write(handle, b"\xa5" * 4096)
-    except OSError as error:
-        assert error.errno == 28, error  # ENOSPC
-    finally:
-        os.close(handle)
-    return filler
 
 
 def test_a_full_disk_stops_commits_and_the_same_batch_commits_once_when_space_returns(
@@ -410,3 +381,60 @@ def test_an_open_journal_holds_only_its_active_segment_open(tmp_path: Path) -> N
         assert journal.quarantined == 1
         assert open_segment_files(tmp_path) == {"segment-00000003.db"}
     assert open_segment_files(tmp_path) == set()
+
+
+# --- modes: the journal holds whole log lines ---------------------------------------------
+
+
+def test_under_umask_000_the_journal_folder_is_0700_and_each_segment_file_0600(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "journal"
+    with umask(0o000), opened(directory) as journal:
+        journal.commit(CommitBatch(numbered_blocks(0, 3), checkpoints=[checkpoint("a", 300)]))
+        # While the segment is open SQLite keeps its WAL and shared memory beside it; it gives
+        # them the database file's mode.
+        assert modes_under(directory) == {
+            ".": 0o700,
+            "segment-00000001.db": 0o600,
+            "segment-00000001.db-shm": 0o600,
+            "segment-00000001.db-wal": 0o600,
+        }
+
+
+def test_under_umask_000_a_quarantined_segment_is_in_a_0700_folder(tmp_path: Path) -> None:
+    with umask(0o000):
+        write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 1)]))
+        write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 2)]))
+        _nul_in_the_middle(segment_path(tmp_path, 2))
+        with opened(tmp_path) as journal:
+            assert journal.quarantined == 1
+    (moved,) = segment_files(tmp_path / "quarantine")
+    assert (mode_of(tmp_path / "quarantine"), mode_of(tmp_path / "quarantine" / moved)) == (
+        0o700,
+        0o600,
+    )
+
+
+def test_a_journal_an_older_version_made_with_the_umask_modes_is_tightened_at_open(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "journal"
+    write_segment(directory, CommitBatch(numbered_blocks(0, 3), checkpoints=[checkpoint("a", 1)]))
+    (directory / "quarantine").mkdir()
+    aside = directory / "quarantine" / "segment-00000009.db.20250914T120000"
+    aside.write_bytes(b"damaged")
+    for path in (directory, directory / "quarantine"):
+        path.chmod(0o777)
+    for path in (segment_path(directory, 1), aside):
+        path.chmod(0o644)
+    with opened(directory):
+        pass
+    assert modes_under(directory) == {
+        ".": 0o700,
+        "quarantine": 0o700,
+        "quarantine/segment-00000009.db.20250914T120000": 0o600,
+        "segment-00000001.db": 0o600,
+        "segment-00000010.db": 0o600,  # one past the quarantined 9
+    }
+    assert stored_texts(segment_path(directory, 1)) == steps(0, 3)

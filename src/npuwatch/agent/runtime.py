@@ -37,6 +37,7 @@ from npuwatch.collector.tailer import FileGone, FileTailer, StopReading, TailSet
 from npuwatch.collector.watch import FileWatcher
 from npuwatch.config import Config
 from npuwatch.journal.cursors import CursorStore
+from npuwatch.journal.private_files import private_directory
 from npuwatch.journal.store import Journal, JournalSettings
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
@@ -117,7 +118,7 @@ class Agent:
         self._sink_stop = threading.Event()
         self._wake = threading.Event()
         state = config.agent.state_directory
-        state.mkdir(parents=True, exist_ok=True)
+        private_directory(state)  # 0700 whatever the umask: the journal holds whole log lines
         journal = config.journal
         self.journal = Journal(
             config.journal_path(),

@@ -7,12 +7,16 @@ lost (a hard reset that corrupted it), the one before it does, and the agent rea
 what the lost segment held, as long as the files still exist.
 
 A segment SQLite cannot read is moved to `quarantine/` with one log line, and the rest is served.
+
+Segments hold whole log lines: the folders are 0700 and the files 0600 whatever the umask (see
+private_files), and those an older version made with the umask's modes are tightened at open.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import shutil
 import sqlite3
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.journal.layout import segment_file_name, segment_files
+from npuwatch.journal.private_files import create_private, make_private, private_directory
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, Segment, Sync
 
 _QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")
@@ -78,7 +83,7 @@ def segment_bytes_on_disk(path: Path) -> int:
 def quarantine(path: Path, reason: str) -> Path:
     """Move a segment (with its WAL) aside, so that the rest of the journal keeps working."""
     target_dir = path.parent / "quarantine"
-    target_dir.mkdir(exist_ok=True)
+    private_directory(target_dir)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = target_dir / f"{path.name}.{stamp}"
     for suffix in ("", *_SIDE_FILES):
@@ -118,7 +123,7 @@ class Journal:
 
     def open(self) -> None:
         """Check the newest segments, load the checkpoints, and choose the segment to write."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._make_private()
         for sequence, path in reversed(list_segments(self.directory)):
             segment = self._open_checked(sequence, path)
             if segment is None:
@@ -131,6 +136,18 @@ class Journal:
             segment.close()
             self._delete(path)
         self._start_segment()
+
+    def _make_private(self) -> None:
+        private_directory(self.directory)
+        # A WAL an older version left is folded in and deleted when its segment is checked.
+        for _, path in list_segments(self.directory):
+            make_private(path)
+        aside = self.directory / "quarantine"
+        if aside.is_dir():
+            private_directory(aside)
+            for entry in aside.iterdir():
+                if entry.is_file():
+                    make_private(entry)
 
     def _open_checked(self, sequence: int, path: Path) -> Segment | None:
         if path.stat().st_size == 0:
@@ -160,6 +177,9 @@ class Journal:
         if self._active is not None:
             self._active.checkpoint_wal()
         try:
+            # SQLite gives the -wal and -shm files the mode of the database file: 0600 from
+            # the start, so that none of them is ever readable by others.
+            os.close(create_private(path))
             segment = Segment(path, sequence, self.settings.sync)
         except BaseException:
             # Disk full: the active segment stays, and the roll is tried again at the next
