@@ -450,3 +450,80 @@ def test_the_example_writes_every_key_and_comments_out_only_the_unset_ones() -> 
     assert '\n# path = "/var/lib/npuwatch/journal"\n' in text
     assert '\ncommit_interval = "500ms"\n' in text
     assert '\nmax_bytes = "10GiB"\n' in text
+
+
+# --- no password in a search-engine URL ------------------------------------------------------
+
+SECRET = "pw-7f3a"
+URLS_WITH_A_PASSWORD = {
+    "user and password": f"https://opsuser:{SECRET}@es-1.example:9200",
+    "a slash in the password": f"https://opsuser:{SECRET}/x@es-1.example:9200",
+    "an @ in the password": f"https://opsuser:{SECRET}@x@es-1.example:9200",
+    "a # in the password": f"https://opsuser:{SECRET}#x@es-1.example:9200",
+    "a ? in the password": f"https://opsuser:{SECRET}?x@es-1.example:9200",
+    "no scheme": f"opsuser:{SECRET}@es-1.example:9200",
+    "a :// in the password, no scheme": f"opsuser:{SECRET}://x@es-1.example:9200",
+    "http": f"http://opsuser:{SECRET}@es-1.example:9200",
+}
+
+
+@pytest.mark.parametrize("case", sorted(URLS_WITH_A_PASSWORD))
+def test_a_password_in_a_hosts_url_is_refused_without_being_repeated(
+    tmp_path: Path, case: str
+) -> None:
+    url = URLS_WITH_A_PASSWORD[case]
+    path = write(tmp_path, f'[sinks.elasticsearch]\nhosts = ["https://es-0:9200", "{url}"]\n')
+    [line] = problem_lines(path, NO_ENVIRONMENT)
+    assert line.startswith(f"{path}: sinks.elasticsearch.hosts: ")
+    assert "***@" in line
+    assert "es-1.example:9200: a user name or password in the URL is refused" in line
+    assert "`username`" in line and "`password_file`" in line and "NPUWATCH_ES_PASSWORD" in line
+    assert SECRET not in line and "opsuser" not in line
+
+
+def test_a_user_name_alone_in_a_hosts_url_is_refused_too(tmp_path: Path) -> None:
+    path = write(tmp_path, '[sinks.elasticsearch]\nhosts = ["https://opsuser@es-1:9200"]\n')
+    [line] = problem_lines(path, NO_ENVIRONMENT)
+    assert "https://***@es-1:9200: a user name or password in the URL is refused" in line
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        f'["https://opsuser:{SECRET}@es-1:9200"]',
+        f'"https://opsuser:{SECRET}@es-1:9200"',  # not even a list: still not repeated
+    ],
+)
+def test_a_password_in_hosts_from_the_environment_is_refused_without_being_repeated(
+    value: str,
+) -> None:
+    variable = "NPUWATCH_SINKS__ELASTICSEARCH__HOSTS"
+    [line] = problem_lines(None, {variable: value})
+    assert line.startswith(f"environment {variable}: sinks.elasticsearch.hosts: https://***@es-1")
+    assert SECRET not in line
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        [f"https://opsuser:{SECRET}@es-1:9200"],
+        f"https://opsuser:{SECRET}@es-1:9200",
+        [{"url": f"https://opsuser:{SECRET}@es-1:9200"}],
+        [9200, f"https://opsuser:{SECRET}@es-1:9200"],
+    ],
+)
+def test_the_validation_error_itself_holds_no_password_whatever_the_shape(hosts: object) -> None:
+    for model, data in (
+        (SearchSinkSection, {"hosts": hosts}),
+        (Config, {"sinks": {"elasticsearch": {"hosts": hosts}}}),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            model.model_validate(data)
+        assert SECRET not in str(caught.value)
+        assert SECRET not in repr(caught.value)
+        assert SECRET not in str([e["msg"] for e in caught.value.errors()])
+
+
+def test_urls_without_a_user_are_accepted_as_they_are() -> None:
+    hosts = ["https://es-1.example:9200", "http://10.0.0.7:9200/prefix", "https://[::1]:9200"]
+    assert SearchSinkSection.model_validate({"hosts": hosts}).hosts == hosts

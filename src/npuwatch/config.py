@@ -8,7 +8,8 @@ expected. `example_config` writes the whole file with every default, explained.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -59,6 +60,9 @@ DEFAULT_CONFIG_PATH = Path("/etc/npuwatch/npuwatch.toml")
 CONFIG_PATH_VARIABLE = "NPUWATCH_CONFIG"
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+_STRICT_AND_DISCREET = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+"""For the models whose validation error, printed whole (a traceback), could repeat a secret
+it was given: pydantic shows the input of every error unless told not to."""
 
 
 class AgentSection(BaseModel):
@@ -315,7 +319,7 @@ class SearchSinkSection(BaseModel):
     Secrets are never written here: the API key or password is read from a file (mode 0600) or
     from NPUWATCH_ES_API_KEY / NPUWATCH_ES_PASSWORD."""
 
-    model_config = _STRICT
+    model_config = _STRICT_AND_DISCREET
 
     enabled: bool = Field(default=False, description="ship the journal to the search engine")
     flavour: Literal["elasticsearch", "opensearch"] = Field(
@@ -373,12 +377,27 @@ class SearchSinkSection(BaseModel):
         "state_directory (default dead-letter/<flavour>.jsonl)",
     )
 
+    @field_validator("hosts", mode="before")
+    @classmethod
+    def _hosts_hold_no_password(cls, value: object) -> object:
+        # Before any other check, whose message (or pydantic's, which repeats its input) would
+        # show the password: a URL is printed by `config check`, `es check` and the sink's log.
+        for text in _strings_in(value):
+            if "@" in text:
+                raise ValueError(
+                    f"{_userinfo_hidden(text)}: a user name or password in the URL is refused "
+                    "(it would be shown wherever the URL is): write the URL without it, the user "
+                    "in `username`, and the password in a file named by `password_file` (mode "
+                    "0600) or in NPUWATCH_ES_PASSWORD"
+                )
+        return value
+
     @field_validator("hosts")
     @classmethod
     def _hosts_are_urls(cls, value: list[str]) -> list[str]:
         for host in value:
             parts = urlsplit(host)
-            example = f"https://{host or 'es-1.example.internal:9200'}"
+            example = f"https://{parts.netloc or host or 'es-1.example.internal:9200'}"
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ValueError(
                     f"{host!r} is not a URL: write it as {example} (http:// without TLS)"
@@ -395,6 +414,27 @@ class SearchSinkSection(BaseModel):
         from npuwatch.sinks.elasticsearch.streams import check_namespace  # noqa: PLC0415
 
         return check_namespace(value)
+
+
+def _strings_in(value: object) -> Iterator[str]:
+    """Every string in a configuration value, however nested."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings_in(item)
+
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?.*@(?P<rest>.*)$", re.DOTALL)
+
+
+def _userinfo_hidden(url: str) -> str:
+    """`url` with everything between its scheme and its last `@` (a user and password) hidden."""
+    match = _USERINFO.match(url)
+    return f"{match['scheme'] or ''}***@{match['rest']}" if match else url
 
 
 class PrometheusSinkSection(BaseModel):
@@ -437,7 +477,7 @@ class SinksSection(BaseModel):
 class Config(BaseModel):
     """The whole configuration file."""
 
-    model_config = _STRICT
+    model_config = _STRICT_AND_DISCREET
 
     agent: AgentSection = Field(default_factory=AgentSection)
     sources: SourcesSection = Field(default_factory=SourcesSection)

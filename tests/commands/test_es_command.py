@@ -4,6 +4,8 @@ line on stderr and exit 2 (usage) or 1 (`config check`), never a traceback."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,8 +51,13 @@ def test_a_host_that_is_not_a_url_fails_config_check_with_the_key(
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--host", ""], "[sinks.elasticsearch] hosts: Value error, '' is not a URL"),
-        (["--namespace", "Train-A"], "[sinks.elasticsearch] namespace: Value error, "),
+        (["--host", ""], "[sinks.elasticsearch] hosts: '' is not a URL"),
+        (
+            ["--host", "ftp://es-1"],
+            "[sinks.elasticsearch] hosts: 'ftp://es-1' is not a URL: "
+            "write it as https://es-1 (http:// without TLS)",
+        ),
+        (["--namespace", "Train-A"], "[sinks.elasticsearch] namespace: namespace 'Train-A' "),
     ],
 )
 def test_bad_overrides_are_one_line_and_exit_2(
@@ -84,3 +91,59 @@ def test_each_namespace_has_its_own_lifecycle_policy() -> None:
     assert ism["states"][0]["transitions"][0]["conditions"] == {"min_index_age": "7d"}
     ilm = lifecycle_policy("elasticsearch", 7, "train_b")["policy"]
     assert ilm["phases"]["delete"]["min_age"] == "7d"
+
+
+# --- a password written into a URL is refused, and never repeated -----------------------------
+
+SECRET = "pw-7f3a"
+URL_WITH_A_PASSWORD = f"http://opsuser:{SECRET}@127.0.0.1:9"
+
+
+@pytest.mark.parametrize("action", ["check", "setup"])
+@pytest.mark.parametrize("where", ["file", "--host"])
+def test_es_refuses_a_password_in_a_url_in_one_line_that_does_not_repeat_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], action: str, where: str
+) -> None:
+    if where == "file":
+        path = config_with(tmp_path, f'hosts = ["{URL_WITH_A_PASSWORD}"]\n')
+        arguments = ["es", action, "--config", str(path)]
+    else:
+        path = config_with(tmp_path, 'hosts = ["http://127.0.0.1:9"]\n')
+        arguments = ["es", action, "--config", str(path), "--host", URL_WITH_A_PASSWORD]
+    assert main(arguments) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    [line] = err.splitlines()
+    assert "http://***@127.0.0.1:9: a user name or password in the URL is refused" in line
+    assert SECRET not in line and "opsuser" not in line
+
+
+def test_config_check_refuses_a_password_in_a_url_without_repeating_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config_with(tmp_path, f'hosts = ["{URL_WITH_A_PASSWORD}"]\n')
+    assert main(["config", "check", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "http://***@127.0.0.1:9: a user name or password in the URL is refused" in err
+    assert SECRET not in out + err
+
+
+@pytest.mark.integration
+def test_the_agent_refuses_to_start_with_a_password_in_a_url_and_does_not_repeat_it(
+    tmp_path: Path,
+) -> None:
+    path = config_with(tmp_path, f'hosts = ["{URL_WITH_A_PASSWORD}"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("NPUWATCH_")}
+    started = subprocess.run(
+        [sys.executable, "-m", "npuwatch", "agent", "--config", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert started.returncode == 2, started.stderr
+    assert started.stdout == ""
+    [line] = started.stderr.splitlines()
+    assert "http://***@127.0.0.1:9: a user name or password in the URL is refused" in line
+    assert SECRET not in line

@@ -151,7 +151,9 @@ def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEn
     except ValidationError as error:
         for detail in error.errors():
             key = ".".join(str(part) for part in detail["loc"])
-            print(f"npuwatch: [sinks.elasticsearch] {key}: {detail['msg']}", file=sys.stderr)
+            # A validator's own reason, without pydantic's "Value error, " in front of it.
+            reason = detail.get("ctx", {}).get("error", detail["msg"])
+            print(f"npuwatch: [sinks.elasticsearch] {key}: {reason}", file=sys.stderr)
         return None
     except (SecretUnreadable, ValueError) as error:
         print(f"npuwatch: [sinks.elasticsearch] {error}", file=sys.stderr)
