@@ -28,6 +28,7 @@ from npuwatch.sinks.prometheus import (
     parse_listen_address,
 )
 from npuwatch.sinks.prometheus.web_config import WebSecurity
+from tests.agent.harness import Harness
 from tests.sinks.prometheus.conftest import Certificate, tree_batches
 
 HASH = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"  # password U*U
@@ -301,3 +302,40 @@ def test_stopping_frees_the_port_and_ends_the_thread(registry: CollectorRegistry
     with pytest.raises(urllib.error.URLError):
         get(f"http://{host}:{port}/metrics")
     assert not serving() - others
+
+
+NOT_METRICS = ["/metrics/", "/metricsx", "/metrics/extra", "/x/metrics", "/index.html",
+               "/favicon.ico", "/api/v1/query", "/debug/pprof/"]  # fmt: skip
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("path", NOT_METRICS)
+def test_only_the_metrics_path_serves_metrics_every_other_path_is_not_found(
+    serve: Serve, path: str
+) -> None:
+    host, port = serve().address
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    connection.request("GET", path)
+    response = connection.getresponse()
+    body = response.read().decode()
+    connection.close()
+    assert (response.status, body) == (404, "Not found: try /metrics\n")
+
+
+@pytest.mark.integration
+def test_the_agent_serves_metrics_on_the_metrics_path_and_points_there_from_the_root(
+    tmp_path: Path,
+) -> None:
+    harness = Harness(tmp_path)
+    agent = harness.start()
+    try:
+        assert agent.metrics_server is not None
+        base = agent.metrics_server.url.removesuffix("metrics")
+        status, _, text = get(f"{base}metrics")
+        assert status == 200 and "npuwatch_build_info" in text
+        status, headers, page = get(base)
+        assert (status, headers["Content-Type"]) == (200, "text/html; charset=utf-8")
+        assert '<a href="metrics">' in page and "npuwatch_build_info" not in page
+        assert get(f"{base}anything")[0] == 404
+    finally:
+        harness.stop()
