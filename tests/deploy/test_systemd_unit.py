@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.install.readme_blocks import fenced_blocks
 
 UNIT = REPO / "deploy" / "systemd" / "npuwatch.service"
-INSTALLED_COMMAND = "/usr/local/bin/npuwatch"
+INSTALLED_COMMAND = "/opt/npuwatch/bin/npuwatch"
+"""npuwatch in its own virtual environment (README › "Run as a service")."""
 AGENT_DRAIN_TIMEOUT_SECONDS = 60.0
 """The agent's default drain_timeout: systemd must wait longer than that before SIGKILL."""
 
@@ -86,6 +88,11 @@ def test_the_journal_lives_in_the_state_directory(unit: Unit) -> None:
     assert only(unit, "Service", "StateDirectory") == "npuwatch"
 
 
+def test_the_state_directory_is_for_the_agent_alone(unit: Unit) -> None:
+    """The journal keeps whole log lines: no other user may read them."""
+    assert only(unit, "Service", "StateDirectoryMode") == "0700"
+
+
 def test_home_folders_stay_readable_for_the_cann_logs(unit: Unit) -> None:
     assert only(unit, "Service", "ProtectHome") == "read-only"
 
@@ -137,8 +144,14 @@ def verify(unit_text: str, folder: Path) -> tuple[int, list[str]]:
     return its exit code and the lines it printed about the unit."""
     copy = folder / UNIT.name
     copy.write_text(unit_text.replace(INSTALLED_COMMAND, str(installed_npuwatch())))
+    return verify_file(copy)
+
+
+def verify_file(unit: Path) -> tuple[int, list[str]]:
+    """`systemd-analyze verify` of the unit at `unit`, with the drop-ins beside it: its exit
+    code and the lines it printed about the unit."""
     result = subprocess.run(
-        [systemd_analyze(), "verify", str(copy)],
+        [systemd_analyze(), "verify", str(unit)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -147,7 +160,7 @@ def verify(unit_text: str, folder: Path) -> tuple[int, list[str]]:
     # It may also talk about this machine (no systemd running in a container); only the lines
     # about the unit are its verdict on our file.
     output = (result.stdout + result.stderr).splitlines()
-    return result.returncode, [line for line in output if UNIT.name in line]
+    return result.returncode, [line for line in output if unit.name in line]
 
 
 @pytest.mark.integration
@@ -162,3 +175,39 @@ def test_systemd_analyze_verify_would_catch_a_mistake_in_the_unit(tmp_path: Path
     broken = UNIT.read_text(encoding="utf-8").replace("TimeoutStopSec=", "TimeoutStopSecs=")
     _, complaints = verify(broken, tmp_path)
     assert any("Unknown key" in line and "TimeoutStopSecs" in line for line in complaints)
+
+
+def readme_drop_in() -> str:
+    (block,) = fenced_blocks(REPO / "README.md", "## Run as a service", "ini")
+    return "\n".join(block) + "\n"
+
+
+def test_the_readme_s_drop_in_replaces_both_commands_and_nothing_else() -> None:
+    drop_in = parse_unit(readme_drop_in())
+    assert set(drop_in) == {"Service"}
+    assert set(drop_in["Service"]) == {"ExecStartPre", "ExecStart"}
+    # An empty assignment first: a second ExecStart= would be an error, a second
+    # ExecStartPre= would run both checks.
+    prefix = "/srv/npuwatch/bin/npuwatch"
+    assert drop_in["Service"]["ExecStartPre"] == ["", f"{prefix} config check"]
+    assert drop_in["Service"]["ExecStart"] == ["", f"{prefix} agent"]
+
+
+@pytest.mark.integration
+def test_the_readme_s_drop_in_points_the_unit_at_npuwatch_installed_elsewhere(
+    tmp_path: Path,
+) -> None:
+    unit = tmp_path / UNIT.name
+    unit.write_text(UNIT.read_text(encoding="utf-8"))
+    drop_in = tmp_path / f"{UNIT.name}.d" / "override.conf"
+    drop_in.parent.mkdir()
+    elsewhere = str(installed_npuwatch())
+    drop_in.write_text(readme_drop_in().replace("/srv/npuwatch/bin/npuwatch", elsewhere))
+    returncode, complaints = verify_file(unit)
+    assert complaints == []
+    assert returncode == 0
+    if not Path(INSTALLED_COMMAND).exists():
+        # Without the drop-in, systemd looks for npuwatch where the unit says it is.
+        drop_in.unlink()
+        _, complaints = verify_file(unit)
+        assert any(INSTALLED_COMMAND in line and "not executable" in line for line in complaints)
