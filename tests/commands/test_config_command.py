@@ -390,3 +390,42 @@ def test_check_and_the_agent_refuse_a_broken_pack_with_the_same_lines(tmp_path: 
     assert check.stdout == ""
     assert check.stderr.splitlines() == agent.stderr.splitlines()[-2:]
     assert check.stderr.startswith(f"npuwatch: {pack}:5:")
+
+
+# --- the other files the agent reads before it starts -----------------------------------------
+
+
+def test_check_fails_like_the_agent_on_a_secret_file_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "es-password"
+    path = write(
+        tmp_path,
+        f'[agent]\nstate_directory = "{tmp_path}"\n'
+        '[sinks.elasticsearch]\nenabled = true\nhosts = ["https://es-1:9200"]\n'
+        f'username = "npuwatch"\npassword_file = "{secret}"\n',
+    )
+    assert main(["config", "check", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"npuwatch: [sinks.elasticsearch] cannot read the password file {secret}: "
+        "No such file or directory\n"
+    )
+    secret.write_text("s3cret\n", encoding="utf-8")
+    assert main(["config", "check", str(path)]) == 0
+    assert "s3cret" not in capsys.readouterr().out
+
+
+def test_check_fails_like_the_agent_on_a_web_configuration_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    web = tmp_path / "web.yml"
+    path = write(
+        tmp_path,
+        f'[agent]\nstate_directory = "{tmp_path}"\n[sinks.prometheus]\nweb_config_file = "{web}"\n',
+    )
+    assert main(["config", "check", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"npuwatch: {web}")

@@ -14,16 +14,17 @@ examples:
   npuwatch config example | npuwatch config check -   # - reads standard input
   NPUWATCH_JOURNAL__MAX_AGE=7d npuwatch config check
 
-The check loads the rule packs the agent would (npuwatch's own unless rules.builtin = false,
-/etc/npuwatch/rules.d, rules.paths), so a missing or broken pack fails it as it would stop the
-agent: the systemd unit runs it as ExecStartPre.
+The check loads what the agent loads before it starts: the rule packs (npuwatch's own unless
+rules.builtin = false, /etc/npuwatch/rules.d, rules.paths), the search engine's secret and CA
+files, the exporter's web configuration. What would stop the agent fails the check with the
+agent's own lines: the systemd unit runs it as ExecStartPre.
 
 Any key can be set in the environment as NPUWATCH_<SECTION>__<KEY>, with two underscores between
 levels (NPUWATCH_SINKS__CONSOLE__ENABLED=true); the environment wins over the file. Values are
 read as TOML when they are TOML (true, 10, ["/data/log"]) and as text otherwise (7d).
 
-exit status: 0 valid, 1 problems (one line each on stderr: FILE: KEY: REASON), 2 no such file
-or the rule packs do not load.
+exit status: 0 valid, 1 problems (one line each on stderr: FILE: KEY: REASON), 2 no such file,
+or a rule pack or another file the agent reads does not load.
 """
 
 

@@ -72,7 +72,8 @@ def _report(headline: str, config: Config) -> int:
     """Load the agent's rule packs for `config`; print `headline` and what the agent would use,
     or why the rules would stop it."""
     rules = _load_rules(config)
-    if rules is None:
+    files_load = _files_load(config)
+    if rules is None or not files_load:
         return EXIT_USAGE
     sys.stdout.write(f"{headline}\n")
     _describe(config)
@@ -104,6 +105,35 @@ def _load_rules(config: Config) -> str | None:
     where = ", ".join(str(location) for location in locations) or "none (rules.builtin = false)"
     count = len(ruleset.rules)
     return f"{count} rule{'s' * (count != 1)} in {packs} pack{'s' * (packs != 1)} from {where}"
+
+
+def _files_load(config: Config) -> bool:
+    """Whether the other files the agent reads before it starts can be read: the exporter's web
+    configuration, the search engine's secrets and CA file. As with the rules, a file the agent
+    would stop on fails the check, with the agent's own lines."""
+    exporter = config.sinks.prometheus
+    if exporter.enabled and exporter.web_config_file is not None:
+        from npuwatch.sinks.prometheus.web_config import load_web_config  # noqa: PLC0415
+
+        try:
+            load_web_config(exporter.web_config_file)
+        except ConfigError as error:
+            for problem in error.problems:
+                sys.stderr.write(f"npuwatch: {problem}\n")
+            return False
+    search = config.sinks.elasticsearch
+    if search.enabled:
+        from npuwatch.sinks.elasticsearch.settings import (  # noqa: PLC0415
+            SecretUnreadable,
+            connection_from,
+        )
+
+        try:
+            connection_from(search, os.environ)
+        except SecretUnreadable as error:
+            sys.stderr.write(f"npuwatch: [sinks.elasticsearch] {error}\n")
+            return False
+    return True
 
 
 def _describe(config: Config) -> None:
