@@ -58,6 +58,10 @@ class Flag:
     INCOMPLETE = 64
     """The file went idle in the middle of this record's last line (no line end yet); the agent
     took the line as it was rather than hold it forever."""
+    PREFIXED = 128
+    """The record's first line was wrapped: grep output, a rank or worker prefix, a `> ` quote,
+    leading blanks (a log pasted into a ticket). The header was read after the wrapping, which
+    `event.original` keeps."""
     HAS_CODES = 1 << 16
     """Internal, never exported: the record carries error, runtime or framework codes. The rule
     engine tests this one bit to skip the code lookups for the records (nearly all) without."""
@@ -72,6 +76,7 @@ class Flag:
         "timestamp_inferred": TIMESTAMP_INFERRED,
         "split": SPLIT,
         "incomplete": INCOMPLETE,
+        "prefixed": PREFIXED,
     }
 
     @classmethod

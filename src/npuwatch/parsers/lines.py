@@ -14,7 +14,7 @@ from npuwatch.parsers.neighbours import match_neighbour
 from npuwatch.parsers.prefixes import INDENTATION, Prefix, peel
 from npuwatch.parsers.slog import PID_OPENING, STRICT, from_strict, from_tolerant
 from npuwatch.parsers.timestamps import LocalClock
-from npuwatch.records import Record
+from npuwatch.records import Flag, Record
 
 
 def classify_slow(
@@ -72,7 +72,8 @@ def record_from_prefix(text: str, prefix: Prefix, clock: LocalClock, year: int |
 
 
 def apply_prefix(record: Record, prefix: Prefix) -> None:
-    """Fill what the record lacks from what its prefixes said."""
+    """Flag the record as wrapped, and fill what it lacks from what its prefixes said."""
+    record.flags |= Flag.PREFIXED
     if prefix.rank is not None and record.rank is None:
         record.rank = prefix.rank
     if prefix.pid is not None and record.pid is None:
