@@ -168,7 +168,8 @@ class SourcesSection(BaseModel):
         ge=16,
         le=4096,
         description="bytes at the start of a file hashed into its identity (16 to 4096), so "
-        "that a rotated or replaced file is told apart from the one it replaced",
+        "that a rotated or replaced file is told apart from the one it replaced; as many of the "
+        "bytes last read are checked before an offset is taken up again",
     )
     queue_bytes: ByteSize = Field(
         default=16 << 20,

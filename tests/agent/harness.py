@@ -12,7 +12,7 @@ from npuwatch.agent.runtime import Agent
 from npuwatch.config import Config
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.journal.rows import StoredRecord
+from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.metrics import SelfMetrics
 
 HEADER = "[{level}] HCCL({pid},python3):2025-09-14-09:{minute:02d}:{second:02d}.{milli:03d}.000 [hccl.cc:42] [{pid}]"
@@ -108,6 +108,15 @@ class Harness:
                     return
                 for _, block in page:
                     yield from decode_block(block.payload)
+                position = page[-1][0]
+
+    def block_sources(self) -> Iterator[FileSource]:
+        """Where every journal block came from (file key, path …), in journal order."""
+        with JournalReader(self.state / "journal") as reader:
+            position = Position()
+            while page := reader.blocks_after(position, 64):
+                for _, block in page:
+                    yield block.source
                 position = page[-1][0]
 
     def lines(self) -> Counter[str]:

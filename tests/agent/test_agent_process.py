@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.harness import append, plog_line, plog_path, wait_until
+from tests.agent.journaled import journal_lines as journaled_lines
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +77,9 @@ def start_agent(
     fault: str = "none",
     extra: tuple[str, ...] = (),
     watchdog_usec: int | None = None,
+    settings: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
+    """The agent on `tmp_path/logs`, with fast timings; `settings`: NPUWATCH_* overrides."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("NPUWATCH_")}
     env["PYTHONPATH"] = str(REPOSITORY)
     env["NPUWATCH_SOURCES__RESCAN_INTERVAL"] = "300ms"
@@ -87,6 +90,7 @@ def start_agent(
     env["NPUWATCH_CONFIG"] = str(tmp_path / "npuwatch.toml")
     if not (tmp_path / "npuwatch.toml").exists():
         (tmp_path / "npuwatch.toml").write_text("", encoding="utf-8")
+    env.update(settings or {})
     if notify is not None:
         env["NOTIFY_SOCKET"] = str(notify.path)
     if watchdog_usec is not None:
@@ -107,18 +111,7 @@ def start_agent(
 
 
 def journal_lines(tmp_path: Path) -> Counter[str]:
-    from npuwatch.journal.block import decode_block
-    from npuwatch.journal.reader import JournalReader, Position
-
-    counted: Counter[str] = Counter()
-    with JournalReader(tmp_path / "state" / "journal") as reader:
-        position = Position()
-        while page := reader.blocks_after(position, 64):
-            for _, block in page:
-                for record in decode_block(block.payload):
-                    counted.update(record.original.split("\n"))
-            position = page[-1][0]
-    return counted
+    return journaled_lines(tmp_path / "state" / "journal")
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float = 30.0) -> tuple[int, str]:
@@ -182,8 +175,8 @@ def test_sigterm_drains_everything_read_and_a_restart_reads_on_without_repeats(
     wait_until(lambda: len(journal_lines(tmp_path)) > 100)
     code, err = stop(process)
     assert code == 0, err
-    # What was read is committed; the rest (and the last record, which a continuation line
-    # could still join) is read by the next start, from the committed offset.
+    # What was read is committed, the record still being assembled included; the rest is read
+    # by the next start, from the committed offset.
     assert not journal_lines(tmp_path) - Counter(first)
     second = [plog_line(300, number) for number in range(20_000, 21_000)]
     append(plog_path(logs, 300), second)
@@ -287,3 +280,75 @@ def test_sighup_reloads_the_rules_without_losing_the_position(tmp_path: Path) ->
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert '"site.canary"' in result.stdout
+
+
+# --- defects of a fault audit, with the real agent: each failed before its fix -------------
+
+
+def test_a_file_created_empty_and_written_a_second_later_is_journaled_without_a_rescan(
+    tmp_path: Path,
+) -> None:
+    """`: > a.log; sleep 1; echo LINE >> a.log`, with the rescan an hour away."""
+    logs = tmp_path / "logs"
+    path = plog_path(logs, 3000)
+    process = start_agent(tmp_path, settings={"NPUWATCH_SOURCES__RESCAN_INTERVAL": "1h"})
+    try:
+        time.sleep(1.0)  # started: the first rescan has been
+        path.write_bytes(b"")
+        time.sleep(1.0)
+        lines = [plog_line(3000, 0)]
+        append(path, lines)
+        wait_until(lambda: journal_lines(tmp_path) == Counter(lines), timeout=20)
+    finally:
+        code, err = stop(process)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(lines)
+
+
+def test_sigterm_commits_the_last_line_of_each_file_so_a_deletion_while_stopped_loses_none(
+    tmp_path: Path,
+) -> None:
+    """Ten lines, SIGTERM: ten in the journal; the file deleted, the agent started again:
+    still ten, and nothing said to be lost."""
+    logs = tmp_path / "logs"
+    path = plog_path(logs, 3100)
+    lines = [plog_line(3100, number) for number in range(10)]
+    append(path, lines)
+    hold = {"NPUWATCH_SOURCES__IDLE_FLUSH": "1h"}  # the last record waits for what follows
+    process = start_agent(tmp_path, settings=hold)
+    wait_until(lambda: journal_lines(tmp_path) == Counter(lines[:9]))
+    code, err = stop(process)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(lines)
+    path.unlink()
+    process = start_agent(tmp_path, settings=hold)
+    time.sleep(2.0)
+    code, err = stop(process)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(lines)
+    assert "deleted before it was read" not in err
+
+
+def test_a_reused_inode_starting_with_the_same_bytes_is_read_whole_by_the_next_start(
+    tmp_path: Path,
+) -> None:
+    logs = tmp_path / "logs"
+    path = plog_path(logs, 3200)
+    banner = [plog_line(3200, number) for number in range(5)]  # past the 256-byte fingerprint
+    first = [*banner, *(plog_line(3200, number) for number in range(5, 100))]
+    append(path, first)
+    process = start_agent(tmp_path)
+    wait_until(lambda: journal_lines(tmp_path) == Counter(first))
+    code, err = stop(process)
+    assert code == 0, err
+    inode = path.stat().st_ino
+    second = [*banner, *(plog_line(3201, number) for number in range(200))]
+    with path.open("r+", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in second))
+        handle.truncate()
+    assert path.stat().st_ino == inode
+    process = start_agent(tmp_path)
+    wait_until(lambda: journal_lines(tmp_path) == Counter(first + second))
+    code, err = stop(process)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(first + second)

@@ -8,6 +8,7 @@ journal with the multiset written: nothing lost, nothing twice.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +20,15 @@ from tests.agent.harness import Harness, append, plog_line, plog_path, wait_unti
 
 def lines_of(pid: int, start: int, count: int, level: str = "INFO") -> list[str]:
     return [plog_line(pid, number, level) for number in range(start, start + count)]
+
+
+def write_in_place(path: Path, lines: list[str]) -> None:
+    """Write `lines` over the file's content, keeping its inode (what a reused inode holds)."""
+    inode = path.stat().st_ino
+    with path.open("r+", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+        handle.truncate()
+    assert path.stat().st_ino == inode
 
 
 def test_a_burst_of_new_files_is_found_by_the_rescan_when_no_file_event_comes(
@@ -146,18 +156,20 @@ def test_a_partial_last_line_waits_for_its_end_across_a_restart(tmp_path: Path) 
     partial = plog_line(700, 5)
     path.write_text("".join(line + "\n" for line in whole) + partial[:40], encoding="utf-8")
     harness.start()
-    # The fifth record is held: a continuation line may still come, and the idle timeout is
-    # long; the checkpoint stays at its start, so the restart reads it again.
+    # The fifth record is held while the agent runs (a continuation line may still come, and
+    # the idle timeout is long); the stop hands it on, but not the partial line after it: the
+    # checkpoint stays at the partial line's start, so the restart reads it again.
     harness.wait_for_lines(Counter(whole[:4]))
     harness.stop()
-    assert harness.lines() == Counter(whole[:4])
+    assert harness.lines() == Counter(whole)
     following = plog_line(700, 6)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(partial[40:] + "\n" + following + "\n")
     harness.start()
     got = harness.wait_for_lines(Counter([*whole, partial]))
     harness.stop()
-    assert got == Counter([*whole, partial])  # and `following` waits, as the fifth did
+    assert got == Counter([*whole, partial])  # `following` waits while the agent runs
+    assert harness.lines() == Counter([*whole, partial, following])  # and is handed on at the stop
 
 
 def test_a_partial_last_line_is_flushed_flagged_after_the_idle_timeout(tmp_path: Path) -> None:
@@ -187,12 +199,8 @@ def test_an_inode_that_now_holds_another_file_is_a_new_file(tmp_path: Path) -> N
     harness.start()
     harness.wait_for_lines(Counter(first))
     harness.stop()
-    inode = path.stat().st_ino
     second = lines_of(801, 0, 700)
-    with path.open("r+", encoding="utf-8") as handle:
-        handle.write("".join(line + "\n" for line in second))
-        handle.truncate()
-    assert path.stat().st_ino == inode
+    write_in_place(path, second)
     harness.start()
     got = harness.wait_for_lines(Counter(first + second))
     harness.stop()
@@ -273,11 +281,11 @@ def test_a_deleted_file_still_open_is_read_to_its_end_and_released(tmp_path: Pat
     assert harness.metrics.value("npuwatch_files_deleted_unread_total") == 0
 
 
-def test_a_record_held_when_the_agent_stopped_and_then_deleted_is_counted(
+def test_a_record_held_when_the_agent_stops_is_journaled_so_a_deletion_before_the_start_loses_nothing(
     tmp_path: Path,
 ) -> None:
-    """#20: the checkpoint left at the stop shows bytes not yet journaled; when the file is
-    gone at the next start, they are counted, not silently dropped."""
+    """#8 with CANN's rotation: the last record of a file waits for what may follow it; a stop
+    hands it on, so that a file deleted while no agent runs keeps its last line."""
     harness = Harness(tmp_path, idle_flush=30.0)
     path = plog_path(harness.logs, 1300)
     first = lines_of(1300, 0, 10)
@@ -285,11 +293,35 @@ def test_a_record_held_when_the_agent_stopped_and_then_deleted_is_counted(
     harness.start()
     harness.wait_for_lines(Counter(first[:9]))  # the last record waits for what follows it
     harness.stop()
+    assert harness.lines() == Counter(first)
+    path.unlink()
+    harness.start()  # returns after the first rescan, which looks for the checkpoints' files
+    harness.stop()
+    assert harness.lines() == Counter(first)
+    assert harness.metrics.value("npuwatch_files_deleted_unread_total") == 0
+
+
+def test_a_partial_line_held_when_the_agent_stopped_and_then_deleted_is_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """#20: the checkpoint left at the stop shows bytes not yet journaled (a line without its
+    end); when the file is gone at the next start, they are counted, not silently dropped, as
+    a lower bound (the file may have grown while no agent ran)."""
+    harness = Harness(tmp_path, idle_flush=30.0)
+    path = plog_path(harness.logs, 1300)
+    first = lines_of(1300, 0, 10)
+    partial = plog_line(1300, 10)[:50]
+    path.write_text("".join(line + "\n" for line in first) + partial, encoding="utf-8")
+    harness.start()
+    harness.wait_for_lines(Counter(first[:9]))
+    harness.stop()
     path.unlink()
     harness.start()
     wait_until(lambda: harness.metrics.value("npuwatch_files_deleted_unread_total") == 1)
     harness.stop()
-    assert harness.metrics.value("npuwatch_deleted_unread_bytes_total") == len(first[9]) + 1
+    assert harness.lines() == Counter(first)
+    assert harness.metrics.value("npuwatch_deleted_unread_bytes_total") == len(partial)
+    assert f"at least {len(partial)} bytes unread" in caplog.text
 
 
 def test_every_file_that_came_and_went_is_either_journaled_or_counted(tmp_path: Path) -> None:
@@ -413,10 +445,199 @@ def test_more_files_than_descriptors_are_all_read_whole_through_closes_and_reope
         append(path, [last[40:], plog_line(pid, 30)])
         written.update([last, plog_line(pid, 30)])
     got = harness.wait_for_lines(written - Counter(plog_line(pid, 30) for pid in pids))
-    harness.stop()
-    # The very last line of each file is held until the idle flush or the next line; on stop
-    # it stays unjournaled and is read again at the next start.
+    # The very last line of each file is held until the idle flush or the next line; the stop
+    # hands it on.
     assert got == written - Counter(plog_line(pid, 30) for pid in pids)
+    harness.stop()
+    assert harness.lines() == written
     harness.start()
     assert harness.metrics.value("npuwatch_files_open") <= 4
     harness.stop()
+
+
+# --- defects found by a fault audit: each test failed before its fix ------------------------
+
+
+def test_a_file_created_empty_is_followed_at_once_not_at_the_next_rescan(tmp_path: Path) -> None:
+    """CANN opens its file, then writes: the file event comes while it is empty. With the
+    rescan an hour away, only following the empty file can journal its lines."""
+    harness = Harness(tmp_path, rescan_interval=3600.0)
+    path = plog_path(harness.logs, 1700)
+    harness.start()
+    path.write_bytes(b"")
+    wait_until(lambda: harness.metrics.value("npuwatch_files_open") == 1, 10)
+    lines = lines_of(1700, 0, 3)
+    append(path, lines)
+    got = harness.wait_for_lines(Counter(lines), timeout=20)
+    harness.stop()
+    assert got == Counter(lines)
+
+
+def test_files_rotated_faster_than_the_rescan_lose_nothing(tmp_path: Path) -> None:
+    """CANN-style rotation of small files: each file is created empty, filled to about 20 KB
+    and left for the next; the oldest beyond five is deleted. Every file lives a fraction of
+    the rescan interval, so only file events and held descriptors can read them."""
+    harness = Harness(tmp_path, rescan_interval=3600.0, deleted_grace=30.0)
+    harness.start()
+    written: list[str] = []
+    live: list[Path] = []
+    number = 0
+    for stamp in range(40):
+        path = plog_path(harness.logs, 1800, stamp=stamp)
+        path.write_bytes(b"")
+        time.sleep(0.05)  # created, then written: the file event sees it empty
+        for _ in range(4):
+            lines = lines_of(1800, number, 50)  # 200 lines of ~100 bytes: about 20 KB a file
+            number += len(lines)
+            append(path, lines)
+            written += lines
+            time.sleep(0.01)
+        live.append(path)
+        if len(live) > 5:
+            live.pop(0).unlink()
+    got = harness.wait_for_lines(Counter(written))
+    harness.stop()
+    assert len(written) == 8000
+    assert got == Counter(written)
+    assert harness.metrics.value("npuwatch_files_deleted_unread_total") == 0
+
+
+def test_a_reused_inode_whose_first_bytes_match_is_read_as_a_new_file(tmp_path: Path) -> None:
+    """The inode of a file read to its offset comes back holding another file that starts with
+    the same bytes (more than the fingerprint) and is longer than that offset: the bytes
+    before the offset are not the ones read, so it is read from its start, under a key of its
+    own (its records must not take the first file's ids in the search engine)."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 1900)
+    banner = lines_of(1900, 0, 5)  # about 500 bytes: past the 256 bytes of the fingerprint
+    first = [*banner, *lines_of(1900, 5, 100)]
+    append(path, first)
+    harness.start()
+    harness.wait_for_lines(Counter(first))
+    harness.stop()
+    second = [*banner, *lines_of(1901, 0, 300)]
+    write_in_place(path, second)
+    harness.start()
+    got = harness.wait_for_lines(Counter(first + second))
+    harness.stop()
+    assert got == Counter(first + second)
+    assert len({source.file_key for source in harness.block_sources()}) == 2
+
+
+def test_a_closed_file_written_again_with_the_same_start_is_read_again(tmp_path: Path) -> None:
+    """The running agent closed an idle file; it is written again in place, starting with the
+    same bytes and longer than what was read. Reopened by its identity, it must not be taken
+    up at the old offset."""
+    harness = Harness(tmp_path, idle_close=0.5)
+    path = plog_path(harness.logs, 2000)
+    banner = lines_of(2000, 0, 5)
+    first = [*banner, *lines_of(2000, 5, 100)]
+    append(path, first)
+    agent = harness.start()
+    harness.wait_for_lines(Counter(first))
+    wait_until(lambda: agent.metrics.value("npuwatch_files_open") == 0, 20)
+    second = [*banner, *lines_of(2001, 0, 300)]
+    write_in_place(path, second)
+    got = harness.wait_for_lines(Counter(first + second))
+    harness.stop()
+    assert got == Counter(first + second)
+    assert len({source.file_key for source in harness.block_sources()}) == 2
+
+
+def test_a_file_name_that_is_not_utf8_is_followed_and_shown_escaped(tmp_path: Path) -> None:
+    """A name with a byte that is not UTF-8 (Python keeps it as a lone surrogate, which SQLite
+    refuses) is followed, journaled under its name with the byte as \\xff, and survives a
+    restart."""
+    harness = Harness(tmp_path)
+    folder = plog_path(harness.logs, 2100).parent
+    name = os.fsencode(folder) + b"/plog-2100_\xff.log"
+    lines = lines_of(2100, 0, 20)
+    with open(name, "wb") as handle:  # noqa: PTH123 - a bytes path
+        handle.write("".join(line + "\n" for line in lines).encode())
+    agent = harness.start()
+    got = harness.wait_for_lines(Counter(lines))
+    assert all(thread.is_alive() for thread in agent.workers)
+    harness.stop()
+    assert got == Counter(lines)
+    assert {source.path for source in harness.block_sources()} == {f"{folder}/plog-2100_\\xff.log"}
+    more = lines_of(2100, 20, 5)
+    with open(name, "ab") as handle:  # noqa: PTH123
+        handle.write("".join(line + "\n" for line in more).encode())
+    harness.start()
+    got = harness.wait_for_lines(Counter(lines + more))
+    harness.stop()
+    assert got == Counter(lines + more)
+
+
+def test_an_empty_file_renamed_before_it_was_read_is_no_loss(tmp_path: Path) -> None:
+    """A rename is not a deletion: the file is followed under its new name, nothing is
+    counted as deleted unread (which would fire NpuwatchLogFilesDeletedUnread)."""
+    harness = Harness(tmp_path, rescan_interval=3600.0)
+    folder = plog_path(harness.logs, 2200).parent
+    harness.start()
+    lines = lines_of(2200, 0, 10)
+    for index in range(5):
+        first = folder / f"plog-2200_{index}.log"
+        first.write_bytes(b"")
+        renamed = folder / f"plog-2200_{index}.log.1"
+        first.rename(renamed)
+        append(renamed, lines[index * 2 : index * 2 + 2])
+    got = harness.wait_for_lines(Counter(lines), timeout=20)
+    harness.stop()
+    assert got == Counter(lines)
+    assert harness.metrics.value("npuwatch_files_deleted_unread_total") == 0
+
+
+def test_a_link_loop_created_while_running_is_a_problem_not_a_loss(tmp_path: Path) -> None:
+    harness = Harness(tmp_path)
+    folder = plog_path(harness.logs, 2300).parent
+    harness.start()
+    (folder / "loop.log").symlink_to(folder / "loop.log")
+    lines = lines_of(2300, 0, 5)
+    append(plog_path(harness.logs, 2300), lines)
+    harness.wait_for_lines(Counter(lines))
+    wait_until(
+        lambda: (
+            harness.metrics.value("npuwatch_source_problems_total", {"reason": "unreadable"}) == 1
+        )
+    )
+    harness.stop()
+    assert harness.metrics.value("npuwatch_files_deleted_unread_total") == 0
+
+
+def test_a_folder_named_like_a_log_file_is_said_and_its_files_are_followed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    harness = Harness(tmp_path)
+    folder = harness.logs / "debug" / "plog" / "plog-2400_20250914093300000.log"
+    folder.mkdir(parents=True)
+    lines = lines_of(2400, 0, 5)
+    append(folder / "plog-2400_1.log", lines)
+    harness.start()
+    got = harness.wait_for_lines(Counter(lines))
+    harness.stop()
+    assert got == Counter(lines)
+    assert (
+        harness.metrics.value("npuwatch_source_problems_total", {"reason": "not_regular_file"}) == 1
+    )
+    assert f"skipping {folder}: a folder, not a log file" in caplog.text
+
+
+def test_a_line_too_long_and_without_its_end_keeps_the_offset_where_it_starts(
+    tmp_path: Path,
+) -> None:
+    """A 5 MB line with no newline, flushed when idle: cut to the cap, flagged, and its
+    `log.offset` is the byte it starts at (not that plus the bytes dropped)."""
+    harness = Harness(tmp_path)
+    path = plog_path(harness.logs, 2500)
+    lines = lines_of(2500, 0, 9)
+    head = "".join(line + "\n" for line in lines).encode()
+    long = plog_line(2500, 9).encode() + b" " + b"x" * (5 << 20)
+    path.write_bytes(head + long)
+    harness.start()
+    wait_until(lambda: sum(1 for _ in harness.records()) == 10, 20)
+    harness.stop()
+    last = list(harness.records())[-1]
+    assert last.offset == len(head)
+    assert last.flags & Flag.TRUNCATED
+    assert last.flags & Flag.INCOMPLETE

@@ -245,3 +245,35 @@ def test_a_segment_in_a_folder_named_with_uri_characters_opens_read_only(
         reader.close()
         writer.close()
     assert sorted(entry.name for entry in tmp_path.iterdir()) == [folder]
+
+
+# --- the checkpoints of an older journal -------------------------------------------------------
+
+
+def test_a_segment_an_older_agent_wrote_gains_the_checkpoint_mark_and_keeps_its_checkpoints(
+    tmp_path: Path,
+) -> None:
+    """Segments written before checkpoints had a read mark and a generation: opening one for
+    writing adds the columns; its checkpoints read back with the mark unknown, and new ones
+    keep theirs."""
+    path = tmp_path / "segment-00000001.db"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE checkpoints (file_key TEXT PRIMARY KEY, path TEXT NOT NULL, "
+            "device INTEGER NOT NULL, inode INTEGER NOT NULL, fingerprint_length INTEGER NOT "
+            "NULL, fingerprint TEXT NOT NULL, offset INTEGER NOT NULL, replay_from INTEGER NOT "
+            "NULL, size INTEGER NOT NULL, updated_us INTEGER NOT NULL)"
+        )
+        db.execute("INSERT INTO checkpoints VALUES ('old', 'a.log', 1, 2, 16, 'f', 30, 30, 40, 5)")
+    opened = Segment(path, 1)
+    try:
+        assert [
+            (c.file_key, c.offset, c.mark_length, c.generation) for c in opened.checkpoints()
+        ] == [("old", 30, 0, 0)]
+        marked = replace(
+            checkpoint("new", 300), mark_end=300, mark_length=8, mark_digest="d", generation=2
+        )
+        opened.append([], [], [marked], [], WRITTEN_US)
+        assert sorted(opened.checkpoints(), key=lambda c: c.file_key)[0] == marked
+    finally:
+        opened.close()

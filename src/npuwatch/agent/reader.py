@@ -7,13 +7,14 @@ cost of one `fstat` per open file.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from npuwatch.collector.tailer import FileTailer, StopReading
+from npuwatch.collector.tailer import Emit, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,12 @@ class ReaderStage:
         timing: ReaderTiming,
         stop: threading.Event,
         monotonic: Callable[[], float] = time.monotonic,
+        emit_at_stop: Emit | None = None,
     ) -> None:
         self.tailer = tailer
+        self._emit_at_stop = emit_at_stop
+        """Takes the records still being assembled when reading stops (None: they are read
+        again at the next start)."""
         self.watcher = watcher
         self._wake = wake
         self.timing = timing
@@ -68,9 +73,12 @@ class ReaderStage:
 
     def _run(self) -> None:
         try:
-            self._loop()
+            with contextlib.suppress(StopReading):
+                self._loop()
+            if self._emit_at_stop is not None:
+                self.tailer.flush_assembled(self._emit_at_stop)
         except StopReading:
-            pass
+            pass  # the pipeline gave up: what was not handed on is read again at the next start
         finally:
             self.tailer.close()
             if self.watcher is not None:

@@ -191,6 +191,10 @@ class RulesStage:
             replay_from=min(batch.offset, waiting) if waiting is not None else batch.offset,
             size=batch.size,
             updated_us=int(self._wall() * 1_000_000),
+            mark_end=batch.mark.end,
+            mark_length=batch.mark.length,
+            mark_digest=batch.mark.digest,
+            generation=identity.generation,
         )
         self._checkpoints[batch.file_key] = checkpoint
         work = JournalWork(batch.file_key, batch.source, records, checkpoint=checkpoint)

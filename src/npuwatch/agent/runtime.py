@@ -4,10 +4,11 @@ Three worker threads, joined by queues bounded in bytes:
 
     reader (tail + parse)  →  rules (events)  →  journal (group commits)  →  sinks (cursors)
 
-Stopping drains in that order: the reader stops reading (what it holds is not committed, so a
-restart reads it again), the rules thread hands on every event it holds, the journal commits the
-rest, and the sinks print what was committed. Within `drain_timeout`; past it the agent leaves
-anyway, which is safe because a commit is one SQLite transaction.
+Stopping drains in that order: the reader stops reading and hands on the records it was still
+assembling (a partial line is not committed, so a restart reads it again), the rules thread hands
+on every event it holds, the journal commits the rest, and the sinks print what was committed.
+Within `drain_timeout`; past it the agent leaves anyway, which is safe because a commit is one
+SQLite transaction.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ class Agent:
             self.metrics,
         )
         watcher = (
-            FileWatcher(self.tailer.hint, self._wake, self.metrics)
+            FileWatcher(self.tailer.events, self._wake, self.metrics)
             if config.sources.watch
             else None
         )
@@ -155,6 +156,7 @@ class Agent:
             self._wake,
             ReaderTiming(rescan_interval_s=config.sources.rescan_interval),
             self._reading_stop,
+            emit_at_stop=self._emit_at_stop,
         )
         self.rules = RulesStage(
             RuleEngine(self._load_rules()),
@@ -263,6 +265,15 @@ class Agent:
         self.metrics.queue_bytes.set(queued)
         self.metrics.queue_fill.set(min(queued / (2 * self.read_queue.max_bytes), 1.0))
 
+    def _emit_at_stop(self, item: ReadBatch | FileGone) -> None:
+        """The reader's last records when it stops: they wait for room unless the drain is
+        abandoned (see `stop`)."""
+        size = len(item.raw or b"") if isinstance(item, ReadBatch) else 0
+        try:
+            self.read_queue.put(item, size, self._pipeline_stop)
+        except QueueStopped as stopped:
+            raise StopReading from stopped
+
     def _journal_device_records(self, records: list[Record]) -> None:
         # One stream per NPU, so that the journal's per-block device answers `grep --device`.
         command = self.config.devices.npu_smi_command
@@ -345,6 +356,10 @@ class Agent:
         self._reading_stop.set()
         self._wake.set()
         self.reader.thread.join(_left(deadline))
+        if self.reader.thread.is_alive():
+            # Its last records found no room in time: abandon the drain (nothing is committed
+            # out of order; the rest is read again at the next start).
+            self._pipeline_stop.set()
         # Not for long: a hung npu-smi or a big run being read must not hold the drain; a
         # reading is a snapshot, and a run not yet journaled is imported at the next start.
         for telemetry in (self.poller, self.importer):

@@ -2,7 +2,8 @@
 
 A walk with `os.scandir`, which gives each entry's type without a system call per file. Links to
 folders are not followed (a link loop cannot trap the walk); links to files are. A folder or file
-that cannot be read is reported once, by the caller, and the walk goes on.
+that cannot be read is reported once, by the caller, and the walk goes on; so is a folder named
+like a log file (`x.log/`), whose files are still followed.
 """
 
 from __future__ import annotations
@@ -54,11 +55,25 @@ class FoundFile:
     status: os.stat_result
 
 
+@dataclass(frozen=True)
+class SourceProblem:
+    """Something under a root that is not followed: where, what is wrong, and its metric reason
+    (one of metrics.SOURCE_PROBLEMS)."""
+
+    path: str
+    problem: str
+    reason: str = "unreadable"
+
+
+NOT_A_FILE = "not a regular file"
+A_FOLDER = "a folder, not a log file (the files in it are followed)"
+
+
 @dataclass
 class Discovery:
     files: list[FoundFile] = field(default_factory=list)
-    problems: list[tuple[str, str]] = field(default_factory=list)
-    """(path, what went wrong) for what could not be read."""
+    problems: list[SourceProblem] = field(default_factory=list)
+    """What could not be read, or is not what its name says."""
 
 
 def discover(roots: Sequence[Path], wanted: FileFilter) -> Discovery:
@@ -80,25 +95,30 @@ def _walk(
     except FileNotFoundError:
         return
     except OSError as error:
-        found.problems.append((folder, error.strerror or str(error)))
+        found.problems.append(SourceProblem(folder, error.strerror or str(error)))
         return
     for entry in entries:
+        # entry.path is `root`, a separator, then the rest: no relpath (it normalises).
+        relative = entry.path[len(root) :].lstrip(os.sep)
         try:
             if entry.is_dir(follow_symlinks=False):
+                if wanted.wants(entry.name, relative):
+                    found.problems.append(SourceProblem(entry.path, A_FOLDER, "not_regular_file"))
                 _walk(root, entry.path, wanted, found, seen)
                 continue
-            # entry.path is `root`, a separator, then the rest: no relpath (it normalises).
-            relative = entry.path[len(root) :].lstrip(os.sep)
             if not wanted.wants(entry.name, relative):
                 continue
             status = entry.stat(follow_symlinks=True)
         except FileNotFoundError:
-            continue  # deleted between the listing and the look
+            # A link to nothing is reported; a file deleted since the listing is not.
+            if Path(entry.path).is_symlink():
+                found.problems.append(SourceProblem(entry.path, "a link to nothing"))
+            continue
         except OSError as error:
-            found.problems.append((entry.path, error.strerror or str(error)))
+            found.problems.append(SourceProblem(entry.path, error.strerror or str(error)))
             continue
         if not stat.S_ISREG(status.st_mode):
-            found.problems.append((entry.path, "not a regular file"))
+            found.problems.append(SourceProblem(entry.path, NOT_A_FILE, "not_regular_file"))
             continue
         key = (status.st_dev, status.st_ino)
         if key in seen:  # the same file through a link: follow it once

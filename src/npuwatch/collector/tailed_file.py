@@ -6,7 +6,12 @@ they are taken as they are (the record is flagged `incomplete`). A line longer t
 its first `max_line_bytes` and skips the rest up to its line end, so that memory stays bounded.
 
 The checkpoint offset is where the record still being assembled starts (or, when none is, the
-end of the bytes parsed): every byte before it belongs to a record that has been handed on.
+end of the bytes parsed): every byte before it belongs to a record that has been handed on. The
+last bytes parsed are kept (a fingerprint's worth) so that a file found again at the same inode
+can be asked whether it still holds them (collector.identity.ReadMark).
+
+A file name need not be UTF-8; the name is kept as the operating system gave it, for opening,
+and shown (in records, the journal and log lines) with its odd bytes escaped as `\\xNN`.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from npuwatch.collector.identity import FileIdentity
+from npuwatch.collector.identity import FileIdentity, ReadMark, mark_of
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.parsers.stream import ParseLimits
 from npuwatch.records import BatchIndex, Flag, Record, SourceInfo
+
+NO_MARK = ReadMark()
 
 
 @dataclass
@@ -43,6 +50,18 @@ class ReadBatch:
     lines_read: int
     end_of_stream: bool = False
     """The file is finished (deleted and read to its end, or truncated): close its rule stream."""
+    mark: ReadMark = NO_MARK
+    """The last bytes parsed: what a restart asks the file at this inode to still hold."""
+
+
+def shown_path(path: str) -> str:
+    """`path` as text that can be written anywhere: bytes of a name that are not UTF-8 (kept
+    by Python as lone surrogates, which SQLite, JSON encoders and terminals refuse) as `\\xNN`."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
 
 
 class TailedFile:
@@ -58,6 +77,7 @@ class TailedFile:
         start: int = 0,
         journal_from: int = 0,
         created_us: int | None = None,
+        mark_bytes: int = 256,
     ) -> None:
         self.path = path
         self.identity = identity
@@ -82,6 +102,19 @@ class TailedFile:
         self._parser: StreamParser | None = None
         self._skipped = 0
         self._raw: list[bytes] = []
+        self._mark_bytes = mark_bytes
+        self.tail = b""
+        """The last bytes given to the parser, ending at `fed` (empty after a skipped stretch
+        of an over-long line, and at a start from a checkpoint: not known)."""
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @path.setter
+    def path(self, path: str) -> None:
+        self._path = path
+        self.shown = shown_path(path)
 
     @property
     def key(self) -> str:
@@ -108,7 +141,7 @@ class TailedFile:
         if self._parser is None:
             self._parser = StreamParser(
                 self._clock,
-                path=self.path,
+                path=self.shown,
                 host=self._host,
                 limits=self._limits,
                 reference_us=self._reference_us,
@@ -146,6 +179,7 @@ class TailedFile:
             self.skipping = False
             self._skipped = 0
             self.partial = b""
+            self.tail = b""  # the fed line end was put in place of what was skipped
             data = data[cut + 1 :]
         data = self.partial + data
         cut = data.rfind(b"\n") + 1
@@ -165,6 +199,8 @@ class TailedFile:
         records = self.parser().feed(whole, self.fed)
         self.fed += len(whole)
         self._raw.append(whole)
+        keep = self._mark_bytes
+        self.tail = whole[-keep:] if len(whole) >= keep else (self.tail + whole)[-keep:]
         return records
 
     def _batch(self, records: list[Record], bytes_read: int, lines: int) -> ReadBatch:
@@ -173,7 +209,7 @@ class TailedFile:
         self._raw = []
         batch = ReadBatch(
             file_key=self.key,
-            path=self.path,
+            path=self.shown,
             source=parser.source,
             records=records,
             raw=raw,
@@ -184,6 +220,7 @@ class TailedFile:
             identity=self.identity,
             bytes_read=bytes_read,
             lines_read=lines,
+            mark=mark_of(self.tail, self.fed),
         )
         if self.journal_from and batch.offset >= self.journal_from:
             self.journal_from = 0
@@ -195,14 +232,15 @@ class TailedFile:
         parser = self.parser()
         records: list[Record] = []
         incomplete = bool(self.partial)
+        if self.partial:
+            # Fed where it starts; the dropped rest of an over-long line comes after it.
+            records.extend(self._feed(self.partial))
+            self.partial = b""
         if self.skipping:
             self.fed += self._skipped
             self.skipping = False
             self._skipped = 0
-        if self.partial:
-            records.extend(parser.feed(self.partial, self.fed))
-            self.fed += len(self.partial)
-            self.partial = b""
+            self.tail = b""
         flushed = parser.flush()
         if incomplete and flushed:
             flushed[-1].flags |= Flag.INCOMPLETE
@@ -210,4 +248,15 @@ class TailedFile:
         batch = self._batch(records, 0, 0)
         batch.hints = None  # two parser calls: the engine computes its own
         batch.end_of_stream = end_of_stream
+        return batch
+
+    def flush_assembled(self) -> ReadBatch | None:
+        """Hand on the record being assembled, whose lines are all complete; a partial line
+        stays unread. Called when the agent stops: the file may be gone by the next start (CANN
+        rotates while no agent runs), and its last record with it. A line that continues the
+        record after the start begins a record of its own."""
+        if self._parser is None or self._parser.pending_offset is None:
+            return None
+        batch = self._batch(self._parser.flush(), 0, 0)
+        batch.hints = None
         return batch

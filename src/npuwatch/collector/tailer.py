@@ -8,6 +8,7 @@ which is how the agent reads a rotated-away plog to its end.
 
 Everything read goes out through `emit` in file order, each batch with the checkpoint it reaches;
 `emit` blocks while the pipeline is full (backpressure), and raises `StopReading` at shutdown.
+What is lost, and what is skipped, is said by a `SourceReport`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.collector.discovery import FileFilter, discover
-from npuwatch.collector.identity import FileIdentity, identify, still_same
-from npuwatch.collector.tailed_file import ReadBatch, TailedFile
+from npuwatch.collector.empty_files import EmptyFile, EmptyFiles
+from npuwatch.collector.file_events import FileEvents, Missing
+from npuwatch.collector.identity import FileIdentity, holds_tail, identify, still_same
+from npuwatch.collector.resume import resume
+from npuwatch.collector.source_report import SourceReport
+from npuwatch.collector.tailed_file import ReadBatch, TailedFile, shown_path
 from npuwatch.journal.segment import Checkpoint
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
@@ -88,66 +93,88 @@ class FileTailer:
         self.files: dict[tuple[int, int], TailedFile] = {}
         self._open: dict[tuple[int, int], TailedFile] = {}
         """Open files, least recently used first (dicts keep insertion order)."""
+        self._empty = EmptyFiles()
         self._closed_behind: dict[tuple[int, int], TailedFile] = {}
         """Closed files seen to have grown (or shrunk) since they were last read."""
         self._closed_holding: dict[tuple[int, int], TailedFile] = {}
         """Closed files with bytes read that are in no record yet (an idle flush is due)."""
         self._stored = {(c.device, c.inode): c for c in checkpoints}
         """Checkpoints from the journal not yet matched to a file found on disk."""
-        self._reported: set[tuple[str, str]] = set()
-        self._hints: set[str] = set()
-        self._created: set[str] = set()
-        self._unresolved: set[str] = set()
-        """Paths a file event said were created, not yet followed: if one is gone before it
-        could be, its data is lost, and that is counted."""
+        self._report = SourceReport(metrics)
+        self.events = FileEvents()
+        """Where the watcher's file events go."""
+        self._dropped: set[str] = set()
+        """Files whose batch was dropped by a stop (see `flush_assembled`)."""
 
     # --- finding files ----------------------------------------------------------------------
 
     def rescan(self) -> None:
         """Walk the roots: follow new files, notice renamed and vanished ones."""
         found = discover(self.roots, self.wanted)
-        for path, problem in found.problems:
-            self._problem(path, problem)
+        for problem in found.problems:
+            self._report.problem(problem.path, problem.problem, problem.reason)
+        self._follow_grown()
         seen: set[tuple[int, int]] = set()
         for item in found.files:
             seen.add((item.status.st_dev, item.status.st_ino))
             self._see(item.path, item.status)
+        self._empty.keep_only(seen)
         for key, tailed in list(self.files.items()):
             if key not in seen:
                 self._vanished(tailed)
         for key, checkpoint in list(self._stored.items()):
             if key not in seen and Path(checkpoint.path).parent.is_dir():
                 # Deleted while the agent was stopped; a missing folder may be an unmounted
-                # file system, so its checkpoints wait.
+                # file system, so its checkpoints wait. It may have grown after the checkpoint.
                 del self._stored[key]
                 self._gone(
-                    checkpoint.file_key, checkpoint.path, checkpoint.size - checkpoint.offset
+                    checkpoint.file_key,
+                    checkpoint.path,
+                    checkpoint.size - checkpoint.offset,
+                    exact=False,
                 )
         self._update_gauges()
 
-    def hint(self, path: str, created: bool = False) -> None:
-        """A file event: look at `path` at the next round (called from the watcher thread)."""
-        self._hints.add(path)
-        if created:
-            self._created.add(path)
-
     def _take_hints(self) -> None:
-        hints, self._hints = self._hints, set()
-        created, self._created = self._created, set()
-        self._unresolved.update(path for path in created if self._is_wanted(path))
-        for path in hints:
+        for path in self.events.take(self._is_wanted):
             try:
                 status = Path(path).stat()
-            except OSError:
-                tailed = next((t for t in self.files.values() if t.path == path), None)
-                if tailed is not None:
-                    self._vanished(tailed)
-                elif path in self._unresolved:
-                    self._unresolved.discard(path)
-                    self._gone("", path, 0, unread_file=True)  # came and went unread
+            except FileNotFoundError:
+                self._not_there(path)
+                continue
+            except OSError as error:  # a link loop, a folder that cannot be entered
+                if self._is_wanted(path):
+                    self.events.resolved(path)
+                    self._report.problem(path, error.strerror or str(error))
                 continue
             if self._is_wanted(path) and stat.S_ISREG(status.st_mode):
                 self._see(path, status)
+            else:
+                self.events.resolved(path)
+        self._missing_overdue()
+
+    def _missing_overdue(self) -> None:
+        """Files gone before they were followed, and not renamed: lost."""
+        for path, missing in self.events.overdue(self._monotonic()):
+            if missing.inode is not None and (
+                missing.inode in self.files or missing.inode in self._empty
+            ):
+                continue  # followed under another name
+            self._gone("", path, missing.size, exact=False)
+
+    def _not_there(self, path: str) -> None:
+        """A file event named a path that no longer exists."""
+        tailed = next((t for t in self.files.values() if t.path == path), None)
+        if tailed is not None:
+            self._vanished(tailed)
+        elif self._empty.holds_path(path):
+            pass  # held open: the next round sees whether it grew before it went
+        elif self.events.is_unresolved(path):
+            if Path(path).is_symlink():
+                self.events.resolved(path)
+                self._report.problem(path, "a link to nothing")
+            else:  # came and went between two looks, or renamed (an event may still say so)
+                self.events.went_missing(path, Missing(self._monotonic()))
 
     def _is_wanted(self, path: str) -> bool:
         for root in self.roots:
@@ -163,9 +190,11 @@ class FileTailer:
         key = (status.st_dev, status.st_ino)
         tailed = self.files.get(key)
         if tailed is None:
-            self._follow(path, status)
+            if not self._empty.renamed(key, path) and not self._empty.is_let_go(key, status):
+                self._follow(path, status)
             return
         tailed.path = path  # renamed: the same file under another name
+        tailed.deleted_at = None  # here it is, after an event said its old name was gone
         if status.st_size != tailed.size or status.st_mtime != tailed.mtime:
             tailed.size = status.st_size
             tailed.mtime = status.st_mtime
@@ -175,43 +204,71 @@ class FileTailer:
     def _follow(self, path: str, status: os.stat_result) -> None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:  # deleted since it was listed
-            if status.st_size > 0 or path in self._unresolved:
-                self._unresolved.discard(path)
-                self._gone("", path, status.st_size, unread_file=True)
+        except FileNotFoundError:  # deleted since it was listed, or renamed
+            if self.events.is_unresolved(path) or status.st_size > 0:
+                key = (status.st_dev, status.st_ino)
+                missing = Missing(self._monotonic(), key, status.st_size or None)
+                self.events.went_missing(path, missing)
             return
         except OSError as error:
-            self._problem(path, error.strerror or str(error))
+            self._report.problem(path, error.strerror or str(error))
             return
+        self.events.resolved(path)
+        self._start(path, fd)
+
+    def _start(self, path: str, fd: int, previous: FileIdentity | None = None) -> None:
+        """Follow the open file `fd` (held from here on, or closed on an error): from its stored
+        checkpoint when it is the file that was read, else from its start. `previous`: the
+        identity of what the file held before it was written again in place."""
         try:
             status = os.fstat(fd)
             identity = identify(fd, status, self.settings.fingerprint_bytes)
-            if identity is None:  # empty: nothing to tell it by yet; the next look will
-                os.close(fd)
+            if identity is None:  # empty: nothing to tell it by yet; held until it has a byte
+                self._make_room()
+                self._empty.hold(
+                    (status.st_dev, status.st_ino),
+                    EmptyFile(path, fd, self._monotonic(), previous),
+                )
                 return
             start = journal_from = 0
             stored = self._stored.pop(identity.inode_key, None)
             if stored is not None:
-                known = FileIdentity(
-                    stored.device, stored.inode, stored.fingerprint_length, stored.fingerprint
-                )
-                if still_same(fd, status, known):
-                    identity, start, journal_from = known, stored.replay_from, stored.offset
-                else:  # the inode was reused by another file
-                    self._gone(stored.file_key, stored.path, stored.size - stored.offset)
+                identity, start, journal_from = self._resume(fd, status, identity, stored)
+            elif previous is not None and _same_start(identity, previous):
+                identity = previous.successor()
         except OSError as error:
             os.close(fd)
-            self._problem(path, error.strerror or str(error))
+            self._report.problem(path, error.strerror or str(error))
             return
         tailed = TailedFile(
             path, identity, self._clock, self.settings.limits, self.settings.host,
-            start=start, journal_from=journal_from,
+            start=start, journal_from=journal_from, mark_bytes=self.settings.fingerprint_bytes,
         )  # fmt: skip
         tailed.size, tailed.mtime = status.st_size, status.st_mtime
         tailed.last_growth = self._monotonic()
         self.files[identity.inode_key] = tailed
-        self._unresolved.discard(path)
         self._hold(tailed, fd)
+
+    def _resume(
+        self, fd: int, status: os.stat_result, identity: FileIdentity, stored: Checkpoint
+    ) -> tuple[FileIdentity, int, int]:
+        """(identity, where to start reading, where the journal ends) for a file found at the
+        inode of a checkpoint."""
+        resumed = resume(fd, status, identity, stored)
+        if resumed.same_start:
+            log.info(
+                "%s starts like the file read before at its inode but does not hold what was "
+                "read of it: reading it as a new file",
+                shown_path(stored.path),
+            )
+        if resumed.replaced:
+            self._gone(stored.file_key, stored.path, stored.size - stored.offset, exact=False)
+        return resumed.identity, resumed.start, resumed.journal_from
+
+    def _follow_grown(self) -> None:
+        """Follow the empty files that have their first bytes now."""
+        for empty, _ in self._empty.grown():
+            self._start(empty.path, empty.fd, empty.previous)
 
     # --- descriptors ----------------------------------------------------------------------
 
@@ -221,12 +278,18 @@ class FileTailer:
         except FileNotFoundError:
             return None
         except OSError as error:
-            self._problem(path, error.strerror or str(error))
+            self._report.problem(path, error.strerror or str(error))
             return None
 
+    def _make_room(self) -> None:
+        """Close descriptors until one more fits the bound: empty files first (a rescan finds
+        them again), then the least recently used open file."""
+        while len(self._open) + len(self._empty) >= self.settings.max_open_files:
+            if self._empty.take_oldest() is None:
+                self._close(next(iter(self._open.values())))
+
     def _hold(self, tailed: TailedFile, fd: int) -> None:
-        while len(self._open) >= self.settings.max_open_files:
-            self._close(next(iter(self._open.values())))
+        self._make_room()
         tailed.fd = fd
         self._open[tailed.identity.inode_key] = tailed
         self._closed_holding.pop(tailed.identity.inode_key, None)
@@ -244,15 +307,20 @@ class FileTailer:
             self._closed_behind[key] = tailed
 
     def _reopen(self, tailed: TailedFile) -> bool:
-        """Open a followed file again by its identity; False when its path holds another."""
+        """Open a followed file again by its identity; False when its path holds another, or
+        the same file written again (then it is read again from its start)."""
         fd = self._open_fd(tailed.path)
         if fd is not None:
             try:
-                if still_same(fd, os.fstat(fd), tailed.identity):
-                    self._hold(tailed, fd)
-                    return True
+                same = still_same(fd, os.fstat(fd), tailed.identity)
             except OSError:
-                pass
+                same = False
+            if same:
+                self._hold(tailed, fd)
+                if holds_tail(fd, tailed.tail, tailed.fed):
+                    return True
+                self._truncated(tailed)  # the same first bytes, but not what was read
+                return False
             os.close(fd)
         self._vanished(tailed)
         return False
@@ -262,6 +330,7 @@ class FileTailer:
     def poll(self) -> int:
         """One round: take file events, read what files gained. The bytes read."""
         self._take_hints()
+        self._follow_grown()
         now_wall = self._wall()
         for tailed in self._open.values():
             self._refresh(tailed)
@@ -302,10 +371,13 @@ class FileTailer:
     def _read_round(self, tailed: TailedFile) -> int:
         """Read what `tailed` gained, up to the round's budget; the bytes read (a truncated
         file, read again from its start, counts as one)."""
-        assert tailed.fd is not None
+        fd = tailed.fd
+        assert fd is not None
         try:
-            rewritten = tailed.size < tailed.position or not still_same(
-                tailed.fd, os.fstat(tailed.fd), tailed.identity
+            rewritten = (
+                tailed.size < tailed.position
+                or not still_same(fd, os.fstat(fd), tailed.identity)
+                or not holds_tail(fd, tailed.tail, tailed.fed)
             )
         except OSError:
             rewritten = False
@@ -317,7 +389,7 @@ class FileTailer:
             try:
                 batch = tailed.read(min(self.settings.read_chunk_bytes, budget))
             except OSError as error:
-                self._problem(tailed.path, error.strerror or str(error))
+                self._report.problem(tailed.path, error.strerror or str(error))
                 self._close(tailed)
                 break
             if batch is None:
@@ -327,20 +399,38 @@ class FileTailer:
             tailed.last_growth = self._monotonic()
             self._metrics.bytes_read.inc(batch.bytes_read)
             self._metrics.lines_read.inc(batch.lines_read)
-            self._emit(batch)
+            self._send(batch)
         return self.settings.round_bytes - budget
 
     def _truncated(self, tailed: TailedFile) -> None:
-        """Truncated (and perhaps written again): finish the old content, read the new."""
-        assert tailed.fd is not None
-        log.info("%s was truncated; reading it again from the start", tailed.path)
-        self._emit(tailed.flush_idle(end_of_stream=True))
-        self._gone(tailed.key, tailed.path, 0)
-        fd, tailed.fd = tailed.fd, None
+        """Truncated, or written again in place: finish the old content, read the new."""
+        fd = tailed.fd
+        assert fd is not None
+        log.info("%s was truncated or written again; reading it again from the start", tailed.shown)
+        self._send(tailed.flush_idle(end_of_stream=True))
+        self._gone(tailed.key, tailed.shown, 0)
+        tailed.fd = None
         self._open.pop(tailed.identity.inode_key, None)
         del self.files[tailed.identity.inode_key]
-        self._follow(tailed.path, os.fstat(fd))
-        os.close(fd)
+        self._start(tailed.path, fd, previous=tailed.identity)
+
+    def _send(self, batch: ReadBatch) -> None:
+        try:
+            self._emit(batch)
+        except StopReading:
+            self._dropped.add(batch.file_key)
+            raise
+
+    def flush_assembled(self, emit: Emit) -> None:
+        """Stopping: hand every record being assembled to `emit`, so that a file CANN deletes
+        before the next start loses no complete line (a partial line is read again then). Not
+        for a file whose batch the stop dropped: its record would skip that batch's."""
+        for tailed in [*self._open.values(), *self._closed_holding.values()]:
+            if tailed.key in self._dropped:
+                continue
+            batch = tailed.flush_assembled()
+            if batch is not None:
+                emit(batch)
 
     # --- idle work and files that go -------------------------------------------------------
 
@@ -357,11 +447,12 @@ class FileTailer:
                     self._finish(tailed)
                 continue
             if tailed.holds_data and idle >= settings.idle_flush_s and tailed.unread == 0:
-                self._emit(tailed.flush_idle())
+                self._send(tailed.flush_idle())
                 if tailed.fd is None:
                     self._closed_holding.pop(tailed.identity.inode_key, None)
             if tailed.fd is not None and idle >= settings.idle_close_s and not tailed.holds_data:
                 self._close(tailed)
+        self._empty.close_idle(now, settings.idle_close_s)
         self._update_gauges()
 
     def _vanished(self, tailed: TailedFile) -> None:
@@ -375,39 +466,40 @@ class FileTailer:
 
     def _finish(self, tailed: TailedFile) -> None:
         if tailed.holds_data:
-            self._emit(tailed.flush_idle(end_of_stream=True))
+            self._send(tailed.flush_idle(end_of_stream=True))
+        held = tailed.fd is not None
+        if held:
+            self._refresh(tailed)  # its final size: the unread count is exact
         unread = tailed.unread
         self._close(tailed)
         self.files.pop(tailed.identity.inode_key, None)
         self._closed_holding.pop(tailed.identity.inode_key, None)
         self._closed_behind.pop(tailed.identity.inode_key, None)
-        self._gone(tailed.key, tailed.path, unread)
+        self._gone(tailed.key, tailed.shown, unread, exact=held)
 
-    def _gone(self, key: str, path: str, unread: int, unread_file: bool = False) -> None:
-        if unread > 0 or unread_file:
-            self._metrics.files_deleted_unread.inc()
-            self._metrics.bytes_deleted_unread.inc(max(unread, 0))
-            log.warning(
-                "%s was deleted before it was read to the end (%d bytes unread)", path, unread
-            )
+    def _gone(self, key: str, path: str, unread: int | None, exact: bool = True) -> None:
+        """A file is finished: its losses said (see SourceReport.lost), its checkpoint dropped."""
+        self._report.lost(path, unread, exact)
         if key:
-            self._emit(FileGone(key, path, max(unread, 0)))
-
-    def _problem(self, path: str, problem: str) -> None:
-        if (path, problem) in self._reported:
-            return
-        self._reported.add((path, problem))
-        reason = "not_regular_file" if problem == "not a regular file" else "unreadable"
-        self._metrics.source_problems.labels(reason).inc()
-        log.warning("skipping %s: %s", path, problem)
+            self._emit(FileGone(key, path, max(unread or 0, 0)))
 
     def _update_gauges(self) -> None:
         self._metrics.files_followed.set(len(self.files))
-        self._metrics.files_open.set(len(self._open))
+        self._metrics.files_open.set(len(self._open) + len(self._empty))
 
     def close(self) -> None:
         for tailed in list(self._open.values()):
             self._close(tailed)
+        self._empty.close()
 
     def state(self) -> Mapping[tuple[int, int], TailedFile]:
         return self.files
+
+
+def _same_start(identity: FileIdentity, previous: FileIdentity) -> bool:
+    """Whether two identities would give the same key (same inode, same first bytes)."""
+    return (identity.inode_key, identity.fingerprint_length, identity.fingerprint) == (
+        previous.inode_key,
+        previous.fingerprint_length,
+        previous.fingerprint,
+    )

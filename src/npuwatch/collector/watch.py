@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from watchdog.events import (
     DirCreatedEvent,
@@ -30,7 +31,14 @@ from npuwatch.metrics import SelfMetrics
 
 log = logging.getLogger(__name__)
 
-Hint = Callable[[str, bool], None]
+
+class FileHints(Protocol):
+    """Where file events go (the tailer): called from the observer thread."""
+
+    def hint(self, path: str, created: bool = False) -> None: ...
+
+    def moved(self, source: str, destination: str) -> None: ...
+
 
 _EVENTS = [
     FileCreatedEvent,
@@ -48,18 +56,20 @@ either: the agent's own reads would wake it."""
 
 
 class _HintHandler(FileSystemEventHandler):
-    def __init__(self, hint: Hint, wake: threading.Event) -> None:
-        self._hint = hint
+    def __init__(self, hints: FileHints, wake: threading.Event) -> None:
+        self._hints = hints
         self._wake = wake
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.is_directory:
             return
-        created = event.event_type == "created"
-        self._hint(os.fsdecode(event.src_path), created)
-        dest = getattr(event, "dest_path", "")
-        if dest:
-            self._hint(os.fsdecode(dest), True)
+        source = os.fsdecode(event.src_path)
+        destination = getattr(event, "dest_path", "")
+        if destination:
+            # A rename, not a deletion: a file renamed before it was read is not lost.
+            self._hints.moved(source, os.fsdecode(destination))
+        else:
+            self._hints.hint(source, event.event_type == "created")
         self._wake.set()
 
 
@@ -68,12 +78,12 @@ class FileWatcher:
 
     def __init__(
         self,
-        hint: Hint,
+        hints: FileHints,
         wake: threading.Event,
         metrics: SelfMetrics,
         observer_factory: Callable[[], BaseObserver] = Observer,
     ) -> None:
-        self._handler = _HintHandler(hint, wake)
+        self._handler = _HintHandler(hints, wake)
         self._metrics = metrics
         self._observer = observer_factory()
         self._observer.name = "npuwatch-watch"

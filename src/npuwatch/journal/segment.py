@@ -95,6 +95,19 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 """
 
+_CHECKPOINT_COLUMNS_ADDED = (
+    "mark_end INTEGER NOT NULL DEFAULT 0",
+    "mark_length INTEGER NOT NULL DEFAULT 0",
+    "mark_digest TEXT NOT NULL DEFAULT ''",
+    "generation INTEGER NOT NULL DEFAULT 0",
+)
+"""Checkpoint columns newer than the first journal format, added when a segment is opened for
+writing: to a new one, and to one an older agent wrote (their defaults mean "not known")."""
+CHECKPOINT_COLUMNS = (
+    "file_key, path, device, inode, fingerprint_length, fingerprint, offset, replay_from, size, "
+    "updated_us, mark_end, mark_length, mark_digest, generation"
+)
+
 Sync = Literal["full", "normal"]
 
 
@@ -117,6 +130,13 @@ class Checkpoint:
     size: int
     """The file's size when last seen (what 'deleted unread' compares against)."""
     updated_us: int
+    mark_end: int = 0
+    mark_length: int = 0
+    mark_digest: str = ""
+    """The last bytes read before `mark_end` (collector.identity.ReadMark): a file whose first
+    bytes match but which holds other bytes there is another file. Empty when not known."""
+    generation: int = 0
+    """Of the file's identity: another file with the same inode and first bytes counts up."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +215,7 @@ class Segment:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
             self._db.executescript(_SCHEMA)
+            _add_checkpoint_columns(self._db)
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT_VERSION,))
         except BaseException:  # a full disk, or a file that is not a database
             self._db.close()
@@ -218,10 +239,7 @@ class Segment:
         return row is not None
 
     def checkpoints(self) -> list[Checkpoint]:
-        rows = self._db.execute(
-            "SELECT file_key, path, device, inode, fingerprint_length, fingerprint, offset, "
-            "replay_from, size, updated_us FROM checkpoints"
-        ).fetchall()
+        rows = self._db.execute(f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints").fetchall()
         return [Checkpoint(*row) for row in rows]
 
     def append(
@@ -310,7 +328,8 @@ class Segment:
             )
             db.executemany("DELETE FROM checkpoints WHERE file_key = ?", [(k,) for k in forget])
             db.executemany(
-                "INSERT OR REPLACE INTO checkpoints VALUES (?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO checkpoints ({CHECKPOINT_COLUMNS}) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         c.file_key,
@@ -323,6 +342,10 @@ class Segment:
                         c.replay_from,
                         c.size,
                         c.updated_us,
+                        c.mark_end,
+                        c.mark_length,
+                        c.mark_digest,
+                        c.generation,
                     )
                     for c in checkpoints
                 ],
@@ -368,6 +391,13 @@ class Segment:
             "SELECT min(first_us), max(last_us), max(written_us) FROM blocks"
         ).fetchone()
         return row[0], row[1], row[2]
+
+
+def _add_checkpoint_columns(db: sqlite3.Connection) -> None:
+    present = {row[1] for row in db.execute("PRAGMA table_info(checkpoints)")}
+    for column in _CHECKPOINT_COLUMNS_ADDED:
+        if column.split()[0] not in present:
+            db.execute(f"ALTER TABLE checkpoints ADD COLUMN {column}")
 
 
 def _block_values(item: BlockToWrite, written_us: int) -> tuple[object, ...]:
