@@ -12,21 +12,16 @@ import pytest
 
 from npuwatch.cli import main
 from tests.conftest import GOLDEN, TREES
+from tests.npuwatch_command import run_npuwatch
 
 
 def run(
     *args: str, stdin: bytes | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed `npuwatch` command as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "npuwatch", *args],
-        check=False,
-        input=stdin.decode() if stdin is not None else None,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={**os.environ, "TZ": "UTC", "NO_COLOR": "1"},
+    text = stdin.decode() if stdin is not None else None
+    return run_npuwatch(
+        *args, stdin=text, cwd=cwd, env={**os.environ, "TZ": "UTC", "NO_COLOR": "1"}
     )
 
 

@@ -16,6 +16,7 @@ from npuwatch.agent.runtime import Agent
 from npuwatch.config import Config
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.parsers.profiling import load_profiles, operator_table
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
 from tests.conftest import FIXTURES
 from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples
@@ -88,6 +89,9 @@ def journal_telemetry(work: Path, polls: int = 3) -> TelemetryJournal:
     """Run the telemetry agent until the journal holds `polls` device readings and the
     profiling runs, and return what it holds."""
     chips = 0
+    # Every operator of every rank: the stop does not wait for an import in progress (a run
+    # not yet journaled is imported again at the next start), so waiting for less is a race.
+    operators = sum(len(operator_table(run)) for run in load_profiles(PROFILING_RUNS))
     with telemetry_agent(work) as agent:
         directory = agent.config.journal_path()
         deadline = time.monotonic() + 60
@@ -95,7 +99,11 @@ def journal_telemetry(work: Path, polls: int = 3) -> TelemetryJournal:
             time.sleep(0.2)
             counted = entries_by_kind(directory) if directory.exists() else Counter()
             chips = chip_count(agent)
-            if counted[PROFILING_KIND] and chips and counted[DEVICE_KIND] >= polls * chips:
+            if (
+                counted[PROFILING_KIND] >= operators
+                and chips
+                and counted[DEVICE_KIND] >= polls * chips
+            ):
                 break
     counted = entries_by_kind(directory)
     assert counted[PROFILING_KIND] > 0 and counted[DEVICE_KIND] > 0, counted

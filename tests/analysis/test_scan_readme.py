@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 from tests.conftest import REPO
+from tests.npuwatch_command import run_npuwatch
 
 README = REPO / "README.md"
 SECTION = "## `npuwatch scan`: what went wrong in this log tree"
@@ -69,15 +69,7 @@ def departure(sample: list[str], output: list[str]) -> str | None:
 
 def run_scan() -> subprocess.CompletedProcess[str]:
     """The command as the README gives it, from the checkout, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "npuwatch", *COMMAND],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={**os.environ, "TZ": "UTC", "NO_COLOR": "1"},
-    )
+    return run_npuwatch(*COMMAND, cwd=REPO, env={**os.environ, "TZ": "UTC", "NO_COLOR": "1"})
 
 
 def test_the_readme_scan_sample_is_what_the_command_prints() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from npuwatch.cli import main
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
 from tests.conftest import REPO
 from tests.npu_smi_samples import FAKE_NPU_SMI
+from tests.npuwatch_command import run_npuwatch
 
 
 @pytest.fixture(autouse=True)
@@ -236,17 +236,7 @@ def test_check_says_where_records_are_shipped_and_from_which_level(
 
 def check_stdin(text: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`npuwatch config check -` in its own process, `text` on its real standard input."""
-    environment = {k: v for k, v in os.environ.items() if not k.upper().startswith("NPUWATCH_")}
-    return subprocess.run(
-        [sys.executable, "-m", "npuwatch", "config", "check", "-", *args],
-        input=text,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=environment,
-        timeout=60,
-        check=False,
-    )
+    return run_npuwatch("config", "check", "-", *args, stdin=text, cwd=REPO)
 
 
 def test_check_of_a_dash_reads_the_configuration_from_standard_input(tmp_path: Path) -> None:
@@ -261,14 +251,8 @@ def test_check_of_a_dash_reads_the_configuration_from_standard_input(tmp_path: P
 
 
 def test_the_example_piped_into_check_is_valid() -> None:
-    example = subprocess.run(
-        [sys.executable, "-m", "npuwatch", "config", "example"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-        check=True,
-    )
+    example = run_npuwatch("config", "example", cwd=REPO)
+    assert example.returncode == 0, example.stderr
     result = check_stdin(example.stdout)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("<stdin>: ok\n")
@@ -372,20 +356,8 @@ def test_check_and_the_agent_refuse_a_broken_pack_with_the_same_lines(tmp_path: 
         f'[sources]\nroots = ["{tmp_path / "logs"}"]\n[rules]\npaths = ["{pack}"]\n'
         "[devices]\nenabled = false\n[sinks.prometheus]\nenabled = false\n",
     )
-    environment = {k: v for k, v in os.environ.items() if not k.upper().startswith("NPUWATCH_")}
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "npuwatch", *args],
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=60,
-            check=False,
-        )
-
-    check = run("config", "check", str(path))
-    agent = run("agent", "--config", str(path))
+    check = run_npuwatch("config", "check", str(path))
+    agent = run_npuwatch("agent", "--config", str(path))
     assert (check.returncode, agent.returncode) == (2, 2)
     assert check.stdout == ""
     assert check.stderr.splitlines() == agent.stderr.splitlines()[-2:]

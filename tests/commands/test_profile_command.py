@@ -13,6 +13,7 @@ import pytest
 
 from npuwatch.cli import main
 from tests.conftest import FIXTURES
+from tests.npuwatch_command import run_npuwatch
 
 PROFILING = FIXTURES / "profiling"
 TORCH = PROFILING / "torch_2rank"
@@ -22,14 +23,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     """Run the installed `npuwatch` command as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "npuwatch", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
+    return run_npuwatch(*args, env={**os.environ, "NO_COLOR": "1"})
 
 
 def test_a_slow_rank_is_a_finding_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
