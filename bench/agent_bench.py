@@ -30,7 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_tree import _SINGLE_LINE_TEMPLATES, _header
 from npuwatch.gc_tuning import tune_garbage_collector
+from npuwatch.journal.block import decode_block
+from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.parsers import LocalClock, StreamParser, resolve_timezone
+from npuwatch.records import Flag
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _DEBUG_TEMPLATES = [t for t in _SINGLE_LINE_TEMPLATES if "DEBUG" in t[1]]
@@ -193,6 +196,7 @@ def run_writer_workload(args: argparse.Namespace, rate_lines: float, chunk: int)
     caught_up = time.monotonic()
     after = sample(agent.pid)
     stop_agent(agent)
+    final, cut = journal_after_stop(state / "journal")
     cpu = after.cpu_s - before.cpu_s
     span = caught_up - started
     mb = written * line_bytes / 1e6
@@ -206,9 +210,27 @@ def run_writer_workload(args: argparse.Namespace, rate_lines: float, chunk: int)
     peak_mb = max(peak, after.peak_rss_kb) / 1024
     print(f"agent CPU: {cpu:.2f} s over {span:.1f} s = {100 * cpu / span:.1f}% of one core;"
           f" {cpu / max(records, 1) * 1e6:.1f} us/line; peak RSS {peak_mb:.0f} MB")  # fmt: skip
+    print(
+        f"after the stop: {final:,} records for {written:,} lines written, {cut} lines cut"
+        " by an idle flush (both must be exact: the stop hands on each file's last record)"
+    )
     reference = reference_parse_rate(sample_lines)
     print(f"reference: parser alone {reference:,.0f} lines/s ({reference * line_bytes / 1e6:.1f}"
           " MB/s) on one core in this process")  # fmt: skip
+
+
+def journal_after_stop(journal: Path) -> tuple[int, int]:
+    """(records, records flagged incomplete) in the journal: every block decoded."""
+    records = incomplete = 0
+    with JournalReader(journal) as reader:
+        position = Position()
+        while page := reader.blocks_after(position, 64):
+            for _, block in page:
+                for record in decode_block(block.payload):
+                    records += 1
+                    incomplete += bool(record.flags & Flag.INCOMPLETE)
+            position = page[-1][0]
+    return records, incomplete
 
 
 def run_many(args: argparse.Namespace) -> None:

@@ -131,6 +131,17 @@ class Harness:
         return self.lines()
 
 
+def held_open(path: Path) -> bool:
+    """Whether this process (an in-process agent) holds `path` open."""
+    for descriptor in Path("/proc/self/fd").iterdir():
+        try:
+            if descriptor.readlink() == path:
+                return True
+        except OSError:  # closed since the listing
+            continue
+    return False
+
+
 def wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

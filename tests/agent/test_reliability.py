@@ -8,14 +8,13 @@ journal with the multiset written: nothing lost, nothing twice.
 from __future__ import annotations
 
 import os
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from npuwatch.records import Flag
-from tests.agent.harness import Harness, append, plog_line, plog_path, wait_until
+from tests.agent.harness import Harness, append, held_open, plog_line, plog_path, wait_until
 
 
 def lines_of(pid: int, start: int, count: int, level: str = "INFO") -> list[str]:
@@ -475,9 +474,12 @@ def test_a_file_created_empty_is_followed_at_once_not_at_the_next_rescan(tmp_pat
 
 def test_files_rotated_faster_than_the_rescan_lose_nothing(tmp_path: Path) -> None:
     """CANN-style rotation of small files: each file is created empty, filled to about 20 KB
-    and left for the next; the oldest beyond five is deleted. Every file lives a fraction of
-    the rescan interval, so only file events and held descriptors can read them."""
-    harness = Harness(tmp_path, rescan_interval=3600.0, deleted_grace=30.0)
+    and left for the next; the oldest beyond five is deleted at once, read or not. With the
+    rescan an hour away, only the file events and the descriptors held from them (the agent
+    reads a deleted file it holds to its end) can journal them. The test waits for the agent
+    to hold each new file before writing into it: a file gone before the agent could open it
+    at all is a loss it can only count (another test counts it)."""
+    harness = Harness(tmp_path, rescan_interval=3600.0, deleted_grace=30.0, idle_close=3600.0)
     harness.start()
     written: list[str] = []
     live: list[Path] = []
@@ -485,14 +487,13 @@ def test_files_rotated_faster_than_the_rescan_lose_nothing(tmp_path: Path) -> No
     for stamp in range(40):
         path = plog_path(harness.logs, 1800, stamp=stamp)
         path.write_bytes(b"")
-        time.sleep(0.05)  # created, then written: the file event sees it empty
+        live.append(path)
+        wait_until(lambda: held_open(path), 20)  # noqa: B023 - waited for here, in this turn
         for _ in range(4):
             lines = lines_of(1800, number, 50)  # 200 lines of ~100 bytes: about 20 KB a file
             number += len(lines)
             append(path, lines)
             written += lines
-            time.sleep(0.01)
-        live.append(path)
         if len(live) > 5:
             live.pop(0).unlink()
     got = harness.wait_for_lines(Counter(written))

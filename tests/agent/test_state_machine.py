@@ -24,7 +24,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from tests.agent.harness import Harness, append, plog_line, plog_path, wait_until
+from tests.agent.harness import Harness, append, held_open, plog_line, plog_path, wait_until
 
 PREFIX_LINES = 4
 """A rewritten file keeps this many of its first lines (about 400 bytes: more than the 256
@@ -162,10 +162,16 @@ class FastRotationMachine(AgentMachine):
         "deleted_grace": 60.0,
     }
 
-    def _wait_held(self) -> None:
-        """Until the agent holds every file there is (the file events have been seen)."""
-        live = sum(1 for path in self.files if path.exists())
-        wait_until(lambda: self.harness.metrics.value("npuwatch_files_open") == live, 20)
+    def _wait_held(self, path: Path) -> None:
+        """Until the agent holds `path` open (its file event has been seen)."""
+        wait_until(lambda: held_open(path), 20)
+
+    def _append(self, path: Path, lines: list[str]) -> None:
+        """…and a file created by the write is held before it can be deleted at once."""
+        created = not path.exists()
+        super()._append(path, lines)
+        if created:
+            self._wait_held(path)
 
     @rule(count=st.integers(1, 2000))
     def create_empty_then_write(self, count: int) -> None:
@@ -173,7 +179,7 @@ class FastRotationMachine(AgentMachine):
         path = plog_path(self.harness.logs, 10, stamp=len(self.files) + 1)
         self.files.append(path)
         path.write_bytes(b"")
-        self._wait_held()
+        self._wait_held(path)
         self._append(path, self._lines(count))
 
     @precondition(lambda self: len(self.files) > 1 and self.running)

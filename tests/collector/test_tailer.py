@@ -201,3 +201,23 @@ def test_a_file_renamed_in_two_events_a_round_apart_is_no_loss(tmp_path: Path) -
     tailed.tailer.flush_assembled(tailed.emitted.append)
     assert tailed.lines() == [plog_line(7, number) for number in range(4)]
     assert tailed.metric("npuwatch_files_deleted_unread_total") == 0
+
+
+def test_a_file_written_while_the_reader_waited_is_not_taken_for_idle(tmp_path: Path) -> None:
+    """The reader waited for room in the pipeline (a flood) longer than the idle-flush time,
+    while the writer finished the half-written line and went on: the file is not idle, and its
+    last line must not be flushed in two pieces."""
+    path = tmp_path / "plog-9_1.log"
+    whole = lines_text(9, 3)
+    half = plog_line(9, 3)[:30]
+    path.write_text(whole + half, encoding="utf-8")
+    tailed = Tailed(tmp_path, idle_flush_s=1.0)
+    tailed.tailer.rescan()
+    tailed.tailer.poll()
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(plog_line(9, 3)[30:] + "\n" + plog_line(9, 4) + "\n")
+    tailed.clock.now += 5.0  # no round for five seconds
+    tailed.tailer.idle_work()
+    tailed.tailer.poll()
+    tailed.tailer.flush_assembled(tailed.emitted.append)
+    assert tailed.lines() == [plog_line(9, number) for number in range(5)]

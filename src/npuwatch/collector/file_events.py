@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-MOVE_GRACE_S = 2.0
+MOVE_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)

@@ -447,6 +447,8 @@ class FileTailer:
                     self._finish(tailed)
                 continue
             if tailed.holds_data and idle >= settings.idle_flush_s and tailed.unread == 0:
+                if tailed.fd is not None and self._grown_meanwhile(tailed, now):
+                    continue
                 self._send(tailed.flush_idle())
                 if tailed.fd is None:
                     self._closed_holding.pop(tailed.identity.inode_key, None)
@@ -454,6 +456,18 @@ class FileTailer:
                 self._close(tailed)
         self._empty.close_idle(now, settings.idle_close_s)
         self._update_gauges()
+
+    def _grown_meanwhile(self, tailed: TailedFile, now: float) -> bool:
+        """Whether a file that looks idle has grown since its size was last asked: its last
+        growth is when it was last read, and the reader may have waited for room in the
+        pipeline since (a flood), while the writer went on. Then it is not idle: flushing would
+        cut its last line in two."""
+        size = tailed.size
+        self._refresh(tailed)
+        if tailed.size == size:
+            return False
+        tailed.last_growth = now
+        return True
 
     def _vanished(self, tailed: TailedFile) -> None:
         """The file is no longer under its path: read it to its end while it is still open."""
