@@ -20,6 +20,10 @@ from npuwatch.collector.watch import FileWatcher
 log = logging.getLogger(__name__)
 
 
+# 2**40 quiet pauses is far past any poll interval; the count stays a small number
+_MOST_QUIET_ROUNDS = 40
+
+
 @dataclass(frozen=True)
 class ReaderTiming:
     rescan_interval_s: float = 10.0
@@ -112,7 +116,9 @@ class ReaderStage:
                 if streak_bytes >= self.timing.busy_bytes:
                     continue
             else:
-                quiet_rounds += 1
+                # capped: the pause stops doubling at poll_interval_s long before this, and a
+                # loop woken again and again (events, rescans) must not grow it without end
+                quiet_rounds = min(quiet_rounds + 1, _MOST_QUIET_ROUNDS)
             streak_bytes = 0
             pause = min(
                 self.timing.quiet_pause_s * 2 ** max(quiet_rounds - 1, 0),
