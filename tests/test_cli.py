@@ -118,7 +118,7 @@ def test_scan_json_is_one_document_with_the_report(capsys: pytest.CaptureFixture
     report = json.loads(capsys.readouterr().out)
     codes = {entry["code"]: entry for entry in report["error_codes"]}
     assert set(codes) == {"EL0004", "E30009"}
-    assert codes["EL0004"]["processes"] == [{"pid": 51220, "name": "python3.10"}]
+    assert codes["EL0004"]["processes"] == [{"host": None, "pid": 51220, "name": "python3.10"}]
     assert report["levels"]["ERROR"] == report["errors"]
 
 

@@ -58,10 +58,11 @@ def test_the_report_says_which_ranks_a_finding_happened_on() -> None:
     lines = text.splitlines()
     title = next(i for i, line in enumerate(lines) if "Collective watchdog timeout" in line)
     assert "— 7× from" in lines[title]
-    assert lines[title + 1] == "      where: ranks 0–5, 7"
+    # The fixture is a collection of two hosts: the ranks are named per host.
+    assert lines[title + 1] == "      where: host-a ranks 0–3; host-b ranks 4, 5, 7"
     notify = next(i for i, line in enumerate(lines) if "HCCL notify wait timed out" in line)
     # Seven processes, each named by its plog lines (pid) and its console lines (pid and rank).
-    assert lines[notify + 1] == "      where: ranks 0–5, 7"
+    assert lines[notify + 1] == "      where: host-a ranks 0–3; host-b ranks 4, 5, 7"
 
 
 def test_ranks_on_two_hosts_are_named_per_host() -> None:

@@ -29,7 +29,10 @@ VERDICTS = {
         "Most likely first failure: AI Core or vector core exception — device 1",
     ),
     "clean-run": (0, "Result: no error records in 60 records."),
-    "hccl-timeout": (1, "Most likely first failure: RDMA transport error — device 2, pid 7790"),
+    "hccl-timeout": (
+        1,
+        "Most likely first failure: RDMA transport error — host-b, device 2, pid 7790",
+    ),
     "op-compile-failure": (
         1,
         "Most likely first failure: Operator compilation failed — pid 200452",

@@ -4,7 +4,8 @@ Counts by level, module and log kind; every error code with its count, first and
 the processes and devices it came from; the first ERROR of each process with the lines before it
 (the root cause is usually above the last ERROR); processes, devices and the time span covered.
 The aggregator keeps no records, only counters and a short window of lines per file, so a tree of
-any size is summarised in bounded memory.
+any size is summarised in bounded memory. A process is a pid on a host: a collection of hosts
+(scan_hosts) has the same pid on several of them.
 """
 
 from __future__ import annotations
@@ -31,8 +32,16 @@ class CodeStats:
     count: int = 0
     first_us: int | None = None
     last_us: int | None = None
-    processes: dict[int, str] = field(default_factory=dict)
+    processes: dict[tuple[str | None, int], str] = field(default_factory=dict)
+    """The name of each process by (host, pid)."""
     devices: set[int] = field(default_factory=set)
+
+    def sorted_processes(self) -> list[tuple[str | None, int, str]]:
+        """(host, pid, name), by host then pid."""
+        return sorted(
+            ((host, pid, name) for (host, pid), name in self.processes.items()),
+            key=lambda item: (item[0] is not None, item[0] or "", item[1]),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,7 +50,8 @@ class CodeStats:
             "first": _iso(self.first_us),
             "last": _iso(self.last_us),
             "processes": [
-                {"pid": pid, "name": name} for pid, name in sorted(self.processes.items())
+                {"host": host, "pid": pid, "name": name}
+                for host, pid, name in self.sorted_processes()
             ],
             "devices": sorted(self.devices),
         }
@@ -51,6 +61,7 @@ class CodeStats:
 class ProcessStats:
     pid: int | None
     name: str | None
+    host: str | None = None
     records: int = 0
     errors: int = 0
     first_us: int | None = None
@@ -58,6 +69,7 @@ class ProcessStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "host": self.host,
             "pid": self.pid,
             "name": self.name,
             "records": self.records,
@@ -81,9 +93,11 @@ class FirstError:
     message: str
     original: str
     context: list[str]
+    host: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "host": self.host,
             "pid": self.pid,
             "process_name": self.process_name,
             "file": self.path,
@@ -111,12 +125,17 @@ class ScanResult:
     kinds: Counter[str] = field(default_factory=Counter)
     flags: Counter[str] = field(default_factory=Counter)
     codes: dict[str, CodeStats] = field(default_factory=dict)
-    processes: dict[object, ProcessStats] = field(default_factory=dict)
+    processes: dict[tuple[str | None, object], ProcessStats] = field(default_factory=dict)
+    """By (host, pid), or (host, file) for a file whose lines and name carry no pid."""
     devices: set[int] = field(default_factory=set)
     first_errors: list[FirstError] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     rules_applied: bool = False
+    hosts: list[str] = field(default_factory=list)
+    """The hosts scanned: a collection's host folders, or the one host named by the caller."""
+    collection: bool = False
+    """Whether the hosts are a collection's folders (then the report names them)."""
 
     @property
     def error_records(self) -> int:
@@ -125,6 +144,7 @@ class ScanResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "root": self.root,
+            "hosts": self.hosts,
             "files": self.files,
             "bytes": self.bytes,
             "lines": self.lines,
@@ -159,7 +179,7 @@ class ScanResult:
     def sorted_processes(self) -> list[ProcessStats]:
         return sorted(
             self.processes.values(),
-            key=lambda p: (p.first_us is None, p.first_us or 0, p.pid or 0),
+            key=lambda p: (p.first_us is None, p.first_us or 0, p.host or "", p.pid or 0),
         )
 
 
@@ -256,15 +276,16 @@ class ScanAggregator:
     def _processes(self, records: Sequence[Record], times: list[int | None]) -> None:
         pids = list(map(_PID, records))
         default = self._source.pid
+        host = self._source.host
         for pid in set(pids):
             first = pids.index(pid)
             last = len(pids) - 1 - pids[::-1].index(pid)
             effective = pid if pid is not None else default
-            key: object = effective if effective is not None else self._source.path
+            key = (host, effective if effective is not None else self._source.path)
             process = self.result.processes.get(key)
             name = records[first].process_name
             if process is None:
-                process = self.result.processes[key] = ProcessStats(effective, name)
+                process = self.result.processes[key] = ProcessStats(effective, name, host)
             elif not process.name and name:
                 process.name = name
             process.records += pids.count(pid)
@@ -292,8 +313,8 @@ class ScanAggregator:
         """Codes, devices and the first error of the record's process. The line number is
         worked out only for a first error (summing line counts is not free)."""
         pid = record.pid if record.pid is not None else self._source.pid
-        key: object = pid if pid is not None else self._source.path
-        process = self.result.processes[key]
+        host = self._source.host
+        process = self.result.processes[(host, pid if pid is not None else self._source.path)]
         device = record.device if record.device is not None else self._source.device
         if device is not None:
             self.result.devices.add(device)
@@ -309,7 +330,7 @@ class ScanAggregator:
                 if stats.last_us is None or timestamp > stats.last_us:
                     stats.last_us = timestamp
             if pid is not None:
-                stats.processes.setdefault(pid, record.process_name or process.name or "")
+                stats.processes.setdefault((host, pid), record.process_name or process.name or "")
             if device is not None:
                 stats.devices.add(device)
         if not is_error:
@@ -328,6 +349,7 @@ class ScanAggregator:
                     message=record.message,
                     original=record.original,
                     context=self._context(position, records),
+                    host=host,
                 )
             )
 

@@ -1,4 +1,8 @@
-"""The scan report as people read it: most important first, times in the local zone."""
+"""The scan report as people read it: most important first, times in the local zone.
+
+A collection of hosts (scan_hosts) names the host wherever a pid is shown; one host's tree is
+reported as it always was.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ _TOP_MODULES = 12
 _FINDING_CONTEXT = 5
 _PLACES_SHOWN = 6
 _MAX_PROCESSES_LISTED = 20
+_HOSTS_SHOWN = 12
+_HOST_COLUMN = 24
 
 
 def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
@@ -35,6 +41,14 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
         f"{result.records} records, {len(result.processes)} processes, "
         f"devices {_join(str(d) for d in sorted(result.devices)) or '-'}"
     )
+    if result.collection:
+        shown = _join(result.hosts[:_HOSTS_SHOWN])
+        more = len(result.hosts) - _HOSTS_SHOWN
+        count = len(result.hosts)
+        add(
+            f"  {count} host{'s' if count != 1 else ''}: {shown}"
+            + (f" and {more} more" if more > 0 else "")
+        )
     add(f"  time span: {span}")
     add("")
     add(palette.bold("Levels") + "   " + _counts(result.levels, palette, levels=True))
@@ -172,9 +186,7 @@ def _error_codes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) 
     add(palette.bold(f"Error codes ({len(result.codes)})"))
     add(f"  {'CODE':7} {'COUNT':>6}  {'FIRST':23}  {'LAST':23}  PROCESSES / DEVICES")
     for stats in sorted(result.codes.values(), key=lambda s: (s.first_us or 0, s.code)):
-        processes = _join(
-            f"{pid}({name})" if name else str(pid) for pid, name in sorted(stats.processes.items())
-        )
+        processes = _code_processes(stats.sorted_processes(), result.collection)
         devices = _join(str(device) for device in sorted(stats.devices))
         code = palette.level("ERROR" if stats.code[0] == "E" else "WARNING", f"{stats.code:7}")
         add(
@@ -183,6 +195,18 @@ def _error_codes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) 
             + (f" / devices {devices}" if devices else "")
         )
     add("")
+
+
+def _code_processes(processes: list[tuple[str | None, int, str]], by_host: bool) -> str:
+    """`3300(python3), 3301(python3)`; in a collection per host: `host-a 3300(python3); …`."""
+    groups: dict[str | None, list[str]] = {}
+    for host, pid, name in processes:
+        groups.setdefault(host if by_host else None, []).append(
+            f"{pid}({name})" if name else str(pid)
+        )
+    return "; ".join(
+        (f"{host} " if host is not None else "") + _join(pids) for host, pids in groups.items()
+    )
 
 
 def _first_errors(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> None:
@@ -194,6 +218,8 @@ def _first_errors(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add)
         who = f"pid {error.pid}" if error.pid is not None else "no pid"
         if error.process_name:
             who += f" ({error.process_name})"
+        if result.collection and error.host is not None:
+            who = f"{error.host}, {who}"
         add(
             palette.bold(f"── {format_datetime(error.timestamp_us, zone)}  {who}  ")
             + f"{error.path}:{error.line_number}"
@@ -213,15 +239,19 @@ def _processes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) ->
     if not processes:
         return
     add(palette.bold(f"Processes ({len(processes)})"))
-    add(f"  {'PID':>8}  {'NAME':20} {'RECORDS':>8} {'ERRORS':>7}  {'FIRST':23}  LAST")
-    for process in processes[:_MAX_PROCESSES_LISTED]:
+    listed = processes[:_MAX_PROCESSES_LISTED]
+    width = min(max(4, *(len(p.host or "-") for p in listed)), _HOST_COLUMN)
+    host_header = f"{'HOST':{width}}  " if result.collection else ""
+    add(f"  {host_header}{'PID':>8}  {'NAME':20} {'RECORDS':>8} {'ERRORS':>7}  {'FIRST':23}  LAST")
+    for process in listed:
         errors = str(process.errors)
         if process.errors:
             errors = palette.level("ERROR", f"{process.errors:>7}")
         else:
             errors = f"{errors:>7}"
+        host = f"{(process.host or '-')[:width]:{width}}  " if result.collection else ""
         add(
-            f"  {process.pid if process.pid is not None else '-':>8}  "
+            f"  {host}{process.pid if process.pid is not None else '-':>8}  "
             f"{(process.name or '-')[:20]:20} {process.records:>8} {errors}  "
             f"{format_datetime(process.first_us, zone):23}  "
             f"{format_datetime(process.last_us, zone)}"

@@ -1,4 +1,8 @@
-"""Walking a log tree: every log file parsed, every record folded into a scan result."""
+"""Walking a log tree: every log file parsed, every record folded into a scan result.
+
+A folder of host folders is a collection (see scan_hosts): each file's records carry the name
+of the host folder it is under.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
+from npuwatch.analysis.scan_hosts import HostOnCollection, collection_hosts, host_of
 from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.rules.engine import RuleEngine
@@ -23,8 +28,19 @@ def scan_tree(
     engine: RuleEngine | None = None,
 ) -> ScanResult:
     """Parse every log file under `root` (or `root` itself when it is a file), and match the
-    records against the rules of `engine` when one is given."""
+    records against the rules of `engine` when one is given.
+
+    `host` names the host of a single tree; a collection names its hosts by their folders,
+    and giving `host` for one raises HostOnCollection.
+    """
+    hosts = collection_hosts(root) if root.is_dir() else None
+    if hosts is not None and host is not None:
+        raise HostOnCollection(root)
     aggregator = ScanAggregator(str(root), context_lines)
+    result = aggregator.result
+    result.collection = hosts is not None
+    result.hosts = hosts if hosts is not None else [host] if host is not None else []
+    known = frozenset(hosts or ())
     if root.is_dir():
         listing = list_log_files(root)
         files = listing.files
@@ -40,7 +56,7 @@ def scan_tree(
             parser = StreamParser(
                 clock,
                 path=str(path),
-                host=host,
+                host=host_of(root, path, known) if known else host,
                 reference_us=year_reference_us(path, status.st_mtime_ns // 1000),
                 batch_index=engine is not None,
             )

@@ -21,6 +21,10 @@ examples:
   npuwatch scan                      # $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log
   npuwatch scan /data/job42/ascend/log
   npuwatch scan ./asys_output --json | jq '.error_codes[] | {code, count, first}'
+  npuwatch scan /data/job42          # job42/host-a/, job42/worker-1/ ...: a collection
+
+A folder whose sub-folders are none of CANN's own (debug, run, plog, device-N, process_log ...)
+is a collection: each sub-folder is a host, and its name is the host.name of its records.
 
 exit status: 0 no error records, 1 error records found, 2 bad usage or unreadable input.
 """
@@ -39,7 +43,7 @@ def add_offline_commands(commands: Any) -> None:
     parse.add_argument(
         "--format", choices=("jsonl", "table"), default="jsonl", help="output (default: jsonl)"
     )
-    _add_common(parse)
+    _add_common(parse, host_help="host.name to put on every record")
     parse.set_defaults(handler="npuwatch.commands.offline_run:run_parse")
 
     scan = commands.add_parser(
@@ -67,7 +71,10 @@ def add_offline_commands(commands: Any) -> None:
         metavar="N",
         help="lines shown before each process's first ERROR (default: 50)",
     )
-    _add_common(scan)
+    _add_common(
+        scan,
+        host_help="host.name of a single log tree (a collection's hosts are its folder names)",
+    )
     scan.set_defaults(handler="npuwatch.commands.offline_run:run_scan")
 
     schema = commands.add_parser(
@@ -90,14 +97,14 @@ def add_rules_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _add_common(parser: argparse.ArgumentParser, host_help: str) -> None:
     parser.add_argument(
         "--timezone",
         metavar="TZ",
         help="zone of the times in the logs, which CANN writes without one "
         "(IANA name such as Asia/Shanghai; default: this host's zone)",
     )
-    parser.add_argument("--host", metavar="NAME", help="host.name to put on every record")
+    parser.add_argument("--host", metavar="NAME", help=host_help)
 
 
 def _non_negative(text: str) -> int:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from npuwatch.analysis.scan_hosts import HostOnCollection
 from npuwatch.analysis.scan_text import render_scan
 from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.collector.files import line_chunks, read_chunks, year_reference_us
@@ -94,6 +95,8 @@ def run_scan(args: argparse.Namespace) -> int:
             progress=progress.update,
             engine=engine,
         )
+    except HostOnCollection as refusal:
+        fail(str(refusal))
     finally:
         progress.close()
     if args.json:

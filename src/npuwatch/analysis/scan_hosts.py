@@ -1,0 +1,117 @@
+"""Whether a scanned folder is one host's log tree or a collection of hosts, one folder each.
+
+People gather the logs of a failed job into one folder per host (`job42/host-a/...`), and
+MindCluster FaultDiag wants the same (`worker-0/`, `worker-1/`, or `host1-192.168.x.x/`, each
+holding that node's collection directory). Nothing in such a folder says "I am a host", but CANN
+and the tools around it name their own folders, so the rule is the converse: a folder is a
+collection when it has sub-folders and none of them is a folder CANN, asys or FaultDiag would
+write or ask for (formats doc §5, ascend_fd.md §2). Then each first-level folder is a host named
+after the folder, and files directly in the root belong to no host. One known folder is enough
+to make the tree a single host: a host's folder often holds other things beside its logs
+(`job/`, `ascend/` in the fixtures), and taking `debug/` for a host would be worse than taking a
+whole collection for one host.
+
+`host-<n>` is CANN's own only in the old `slog/host-0/host-0_<ts>.log` layout, and it is also how
+people name hosts; so it counts as CANN's only when it holds such files itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection
+from pathlib import Path
+
+CANN_FOLDERS = frozenset(
+    {
+        # Host logs (§5.1): the root's parts, its parents, the old slog layout, atrace.
+        "ascend",
+        "log",
+        "debug",
+        "run",
+        "security",
+        "plog",
+        "slog",
+        "hisi_logs",
+        "atrace",
+        # Device logs (§5.2) and the asys collection layout.
+        "device-os",
+        "event",
+        "slogd",
+        "dfx",
+        "device",
+        "host",
+        "cann",
+        "driver",
+        "install",
+        "message",
+        "application",
+        "firmware",
+        "system",
+        # One node's FaultDiag collection directory (ascend_fd.md §2), BMC dumps included.
+        "process_log",
+        "device_log",
+        "dl_log",
+        "crash",
+        "mindie",
+        "amct_log",
+        "bus_log",
+        "environment_check",
+        "dump_info",
+        "frudata",
+        "chassis",
+    }
+)
+"""Folder names that CANN or its tools give to folders of one host's logs."""
+
+CANN_FOLDER_PATTERN = re.compile(r"(?:device|device-os|dev-os|device-app)-\d+")
+"""Numbered CANN folders: `device-0`, `device-os-0`, `dev-os-0`, `device-app-<pid>`."""
+
+_OLD_HOST_FOLDER = re.compile(r"host-\d+")
+
+
+class HostOnCollection(ValueError):
+    """`--host` was given for a collection, whose hosts are named by their folders."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(
+            f"{root} is a collection of hosts (one folder each), and the folder names are "
+            "the host names: leave out --host, which names the host of a single log tree"
+        )
+
+
+def is_cann_folder(folder: Path) -> bool:
+    """Whether `folder` is one that CANN, asys or FaultDiag names, not a host's."""
+    name = folder.name.lower()
+    if name in CANN_FOLDERS or CANN_FOLDER_PATTERN.fullmatch(name):
+        return True
+    if _OLD_HOST_FOLDER.fullmatch(name):  # its files are `host-0_<ts>.log`
+        return any(folder.glob(f"{folder.name}_*"))
+    return False
+
+
+def collection_hosts(root: Path) -> list[str] | None:
+    """The host names of a collection (its first-level folders, in natural order), or None
+    when `root` is one host's tree or a file. Links to folders are not hosts: the walk does
+    not follow them."""
+    try:
+        with os.scandir(root) as entries:
+            folders = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+    except OSError:  # a file, or unreadable: the walk says what is wrong
+        return None
+    if not folders or any(is_cann_folder(root / name) for name in folders):
+        return None
+    return sorted(folders, key=_natural)
+
+
+def host_of(root: Path, path: Path, hosts: Collection[str]) -> str | None:
+    """The host of a file under a collection's `root`: its first-level folder, if any."""
+    parts = path.relative_to(root).parts
+    return parts[0] if len(parts) > 1 and parts[0] in hosts else None
+
+
+def _natural(name: str) -> list[tuple[int, int | str]]:
+    """`worker-2` before `worker-10`."""
+    return [
+        (0, int(piece)) if piece.isdigit() else (1, piece) for piece in re.split(r"(\d+)", name)
+    ]
