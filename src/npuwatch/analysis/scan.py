@@ -17,7 +17,9 @@ from itertools import compress
 from operator import attrgetter
 from typing import Any
 
-from npuwatch.analysis.findings import group, verdict
+from npuwatch.analysis.correlation import Incident
+from npuwatch.analysis.findings import Verdict, group, verdict
+from npuwatch.analysis.findings import place as place_of
 from npuwatch.records import ERROR_LEVELS, Flag, Record, SourceInfo, format_timestamp
 from npuwatch.rules.events import Event
 
@@ -136,6 +138,8 @@ class ScanResult:
     """The hosts scanned: a collection's host folders, or the one host named by the caller."""
     collection: bool = False
     """Whether the hosts are a collection's folders (then the report names them)."""
+    incidents: list[Incident] = field(default_factory=list)
+    """Collective failures: which device failed first, who was only waiting (correlation/)."""
 
     @property
     def error_records(self) -> int:
@@ -145,6 +149,7 @@ class ScanResult:
         return {
             "root": self.root,
             "hosts": self.hosts,
+            "incidents": [incident.to_dict() for incident in self.incidents],
             "files": self.files,
             "bytes": self.bytes,
             "lines": self.lines,
@@ -169,12 +174,27 @@ class ScanResult:
     def _findings(self) -> dict[str, Any]:
         if not self.rules_applied:
             return {}
-        first = verdict(self.events)
+        first = self.first_failure()
         return {
             "verdict": None if first is None else first.to_dict(),
             "findings": [finding.to_dict() for finding in group(self.events)],
             "events": [event.to_document() for event in self.events],
         }
+
+    def first_failure(self) -> Verdict | None:
+        """The verdict on the rule events; when a collective incident names its root cause,
+        the verdict is taken among that place's events, so the two never disagree."""
+        if self.incidents:
+            roots = {
+                (place.host, place.device)
+                for place in self.incidents[0].root_cause
+                if place.device is not None
+            }
+            at_root = [event for event in self.events if place_of(event)[:2] in roots]
+            found = verdict(at_root)
+            if found is not None:
+                return found
+        return verdict(self.events)
 
     def sorted_processes(self) -> list[ProcessStats]:
         return sorted(
@@ -255,6 +275,11 @@ class ScanAggregator:
         self._line_number += sum(map(_LINES, records))
         self._file_records += len(records)
         self._window.extend(records)
+
+    @property
+    def next_line(self) -> int:
+        """The line number, in the current file, of the next record to be added."""
+        return self._line_number + 1
 
     def finish(self) -> ScanResult:
         self._finish_file()

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from datetime import tzinfo
 from typing import Any
 
-from npuwatch.analysis.findings import Verdict, describe, group, place, verdict
+from npuwatch.analysis.correlation.report_text import render_incidents
+from npuwatch.analysis.findings import Verdict, describe, group, place
 from npuwatch.analysis.scan import ScanResult
 from npuwatch.rules.events import Event
 from npuwatch.sinks.console import format_datetime
@@ -57,7 +58,9 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
     if result.flags:
         add(palette.bold("Flags") + "    " + _counts(result.flags, palette))
     add("")
-    first_failure = verdict(result.events) if result.rules_applied else None
+    if result.incidents:
+        out.extend(render_incidents(result.incidents, zone, palette, result.root))
+    first_failure = result.first_failure() if result.rules_applied else None
     if first_failure is not None:
         add(_verdict_line(first_failure, zone, palette))
         add("")

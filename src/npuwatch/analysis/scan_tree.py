@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
+from npuwatch.analysis.scan_collectives import CollectiveScan
 from npuwatch.analysis.scan_hosts import HostOnCollection, collection_hosts, host_of
 from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
 from npuwatch.parsers import LocalClock, StreamParser
@@ -48,6 +49,7 @@ def scan_tree(
             aggregator.add_problem(problem)
     else:
         files = [root]
+    collectives = CollectiveScan()
     done_bytes = 0
     for index, path in enumerate(files, 1):
         try:
@@ -65,11 +67,13 @@ def scan_tree(
             offset = 0
             for chunk in read_chunks(path):
                 records = parser.feed(chunk, offset)
+                collectives.add_batch(records, aggregator.next_line)
                 aggregator.add_batch(records)
                 if engine is not None and stream is not None:
                     engine.process(records, stream, chunk, parser.last_batch)
                 offset += len(chunk)
             records = parser.flush()
+            collectives.add_batch(records, aggregator.next_line)
             aggregator.add_batch(records)
             if engine is not None and stream is not None:
                 engine.process(records, stream, hints=parser.last_batch)
@@ -80,6 +84,7 @@ def scan_tree(
         if progress is not None:
             progress(index, len(files), done_bytes)
     result = aggregator.finish()
+    result.incidents = collectives.incidents()
     if engine is not None:
         result.events = engine.flush()
         result.rules_applied = True

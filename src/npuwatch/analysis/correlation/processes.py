@@ -1,0 +1,242 @@
+"""What the facts say about each process, and the lookups that turn a peer into a process.
+
+Facts arrive in any order; a ProcessView folds them as they come. The Directory is built from
+all views when a verdict is asked for: communicator → rank → process, device IP, (server,
+device), (host, vNIC), (host, physical id) → process, as FaultDiag's device table (CORRELATION.md
+§1.4), but a duplicate claim is kept as a problem instead of silently overwriting.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from npuwatch.parsers.hccl.model import CollectiveEvent, Fact, ProcessKey
+
+_IDENTITY = (
+    "process_name",
+    "logic_device",
+    "phy_device",
+    "device_ip",
+    "vnic_ip",
+    "server_ip",
+    "host_ip",
+    "connect_timeout_s",
+    "exec_timeout_s",
+    "rdma_timeout",
+    "rdma_retry_count",
+    "tls",
+)
+
+
+@dataclass
+class Membership:
+    rank: int | None = None
+    rank_count: int | None = None
+    root: bool = False
+    joined_us: int | None = None
+    settled_us: int | None = None
+    """The latest init line: the end of init is a rendezvous of every member."""
+
+
+@dataclass
+class ProcessView:
+    key: ProcessKey
+    values: dict[str, object] = field(default_factory=dict)
+    memberships: dict[str | None, Membership] = field(default_factory=dict)
+    first_us: int | None = None
+    last_us: int | None = None
+    resumed: bool = False
+    events: list[CollectiveEvent] = field(default_factory=list)
+    dropped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def add_fact(self, fact: Fact) -> None:
+        self._heard(fact.time_us)
+        name = fact.name
+        if name == "heard":
+            return
+        if name == "resumed":
+            self.resumed = True
+            return
+        if name == "events_dropped":
+            self.dropped += int(fact.value)
+            return
+        if name in ("rank", "rank_count", "root"):
+            membership = self.memberships.setdefault(fact.communicator, Membership())
+            if membership.joined_us is None:
+                membership.joined_us = fact.time_us
+            if fact.time_us is not None and (
+                membership.settled_us is None or fact.time_us > membership.settled_us
+            ):
+                membership.settled_us = fact.time_us
+            value = fact.value
+            if name == "root":
+                membership.root = True
+            elif isinstance(value, int) and not isinstance(value, bool):
+                if value < 0:
+                    self.problems.append(f"{self.key.describe()}: {name} {value} is negative")
+                    return
+                old = getattr(membership, name)
+                if old is not None and old != value:
+                    self.problems.append(
+                        f"{self.key.describe()}: {name} {old} and {value} in "
+                        f"{fact.communicator or 'one communicator'}"
+                    )
+                setattr(membership, name, value)
+            return
+        old = self.values.get(name)
+        if isinstance(fact.value, int) and not isinstance(fact.value, bool) and fact.value < 0:
+            self.problems.append(f"{self.key.describe()}: {name} {fact.value} is negative")
+            return
+        if old is not None and old != fact.value and name in ("phy_device", "logic_device"):
+            self.problems.append(f"{self.key.describe()}: {name} {old} and then {fact.value}")
+        self.values[name] = fact.value
+
+    def add_event(self, event: CollectiveEvent) -> None:
+        self._heard(event.time_us)
+        self.events.append(event)
+
+    def _heard(self, time_us: int | None) -> None:
+        if time_us is None:
+            return
+        if self.first_us is None or time_us < self.first_us:
+            self.first_us = time_us
+        if self.last_us is None or time_us > self.last_us:
+            self.last_us = time_us
+
+    def get_int(self, name: str) -> int | None:
+        value = self.values.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def get_str(self, name: str) -> str | None:
+        value = self.values.get(name)
+        return value if isinstance(value, str) else None
+
+    def get_float(self, name: str) -> float | None:
+        value = self.values.get(name)
+        return (
+            float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+        )
+
+    @property
+    def device(self) -> int | None:
+        physical = self.get_int("phy_device")
+        return physical if physical is not None else self.get_int("logic_device")
+
+    def inherit(self, earlier: ProcessView) -> None:
+        """A recovered life keeps the identity of the life before it."""
+        for name in _IDENTITY:
+            if name not in self.values and name in earlier.values:
+                self.values[name] = earlier.values[name]
+        for communicator, membership in earlier.memberships.items():
+            self.memberships.setdefault(
+                communicator,
+                Membership(membership.rank, membership.rank_count, membership.root),
+            )
+
+
+@dataclass
+class Communicator:
+    name: str
+    rank_count: int | None = None
+    ranks: dict[int, list[ProcessKey]] = field(default_factory=lambda: defaultdict(list))
+    root: ProcessKey | None = None
+
+
+class Directory:
+    """Every way a log line names a peer, resolved to a process."""
+
+    def __init__(
+        self,
+        views: dict[ProcessKey, ProcessView],
+        memberships: dict[ProcessKey, dict[str, Membership]],
+    ) -> None:
+        self.views = views
+        self.memberships = memberships
+        self.communicators: dict[str, Communicator] = {}
+        self.by_device_ip: dict[str, ProcessKey] = {}
+        self.by_server_device: dict[tuple[str, int], ProcessKey] = {}
+        self.by_host_device: dict[tuple[str, int], ProcessKey] = {}
+        self.by_host_vnic: dict[tuple[str, str], ProcessKey] = {}
+        self.host_of_ip: dict[str, str] = {}
+        self.problems: list[str] = []
+        for key in sorted(views, key=lambda k: (views[k].first_us or 0, k)):
+            self._add(views[key], memberships.get(key, {}))
+
+    def _add(self, view: ProcessView, memberships: dict[str, Membership]) -> None:
+        key = view.key
+        for name, membership in memberships.items():
+            communicator = self.communicators.setdefault(name, Communicator(name))
+            count = membership.rank_count
+            if count is not None:
+                if communicator.rank_count not in (None, count):
+                    self.problems.append(
+                        f"{name}: rank counts {communicator.rank_count} and {count} disagree"
+                    )
+                communicator.rank_count = max(count, communicator.rank_count or 0)
+            rank = membership.rank
+            if rank is not None:
+                if count is not None and rank >= count:
+                    self.problems.append(
+                        f"{key.describe()}: rank {rank} in {name} of {count} ranks"
+                    )
+                claims = communicator.ranks[rank]
+                if claims and not any(_same_pid(other, key) for other in claims):
+                    self.problems.append(
+                        f"{name}: rank {rank} claimed by {claims[-1].describe()} and "
+                        f"{key.describe()}"
+                    )
+                claims.append(key)
+            if membership.root:
+                communicator.root = key
+        self._claim(self.by_device_ip, view.get_str("device_ip"), key, "device IP")
+        server = view.get_str("server_ip") or view.get_str("host_ip")
+        device = view.device
+        if server is not None and device is not None:
+            self._claim(self.by_server_device, (server, device), key, "server and device")
+        if device is not None and memberships:
+            self._claim(self.by_host_device, (key.host, device), key, "host and device")
+        vnic = view.get_str("vnic_ip")
+        if vnic is not None:
+            self.by_host_vnic[(key.host, vnic)] = key
+        for ip in (view.get_str("server_ip"), view.get_str("host_ip")):
+            if ip is not None:
+                self.host_of_ip.setdefault(ip, key.host)
+
+    def _claim(self, table: dict, item: object, key: ProcessKey, what: str) -> None:  # type: ignore[type-arg]
+        if item is None:
+            return
+        other = table.get(item)
+        if other is not None and not _same_pid(other, key):
+            self.problems.append(
+                f"{what} {_show(item)} claimed by {other.describe()} and {key.describe()}"
+            )
+        table[item] = key  # the process that started later wins, as in FaultDiag
+
+    def rank_of(self, key: ProcessKey, communicator: str | None) -> int | None:
+        membership = self.memberships.get(key, {}).get(communicator or "")
+        return None if membership is None else membership.rank
+
+    def by_rank(
+        self, communicator: str | None, rank: int, time_us: int | None
+    ) -> ProcessKey | None:
+        if communicator is None or communicator not in self.communicators:
+            return None
+        claims = self.communicators[communicator].ranks.get(rank)
+        if not claims:
+            return None
+        if time_us is None or len(claims) == 1:
+            return claims[-1]
+        started = [k for k in claims if (self.views[k].first_us or 0) <= time_us]
+        return started[-1] if started else claims[0]
+
+
+def _same_pid(one: ProcessKey, other: ProcessKey) -> bool:
+    return one.host == other.host and one.pid == other.pid
+
+
+def _show(item: object) -> str:
+    if isinstance(item, tuple):
+        return "/".join(str(part) for part in item)
+    return str(item)

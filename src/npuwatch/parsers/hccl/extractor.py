@@ -1,0 +1,447 @@
+"""From records to topology facts and collective-failure events, one process at a time.
+
+The extractor is fed the records of any number of streams (files) in any order and keeps, per
+process, only what an unfinished multi-line block needs: the open task-exception block of each
+thread (threads interleave their lines), the open root-info event, an AI-CPU notify line
+waiting for its `group:` line, the communicator named by the last Key Info line. It reads
+records, never files: `scan` feeds it from a tree, the agent from its tail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field as default
+from itertools import accumulate
+from typing import Any
+
+from npuwatch.parsers.hccl import failures
+from npuwatch.parsers.hccl.fields import field
+from npuwatch.parsers.hccl.identity import (
+    HCCL_ENV_VARIABLE,
+    IDENTITY_KEYS,
+    identity,
+    timeouts,
+    tls_state,
+)
+from npuwatch.parsers.hccl.model import (
+    COMMUNICATOR_FACTS,
+    CollectiveEvent,
+    Evidence,
+    Extracted,
+    Fact,
+    ProcessKey,
+)
+from npuwatch.records import ERROR_LEVELS, Record
+
+DEFAULT_EVENTS_PER_PROCESS = 64
+"""Distinct failure events kept per process incarnation; more are counted, not kept."""
+_EVIDENCE_CHARS = 400
+_EVIDENCE_PER_EVENT = 6
+_TID = re.compile(r"\[[^\]]*\]\s*\[(\d+)\]")
+_HCCL_LOGGERS = frozenset({"HCCL", "HCCL_OPS", "HCOMM"})
+_DEVICE_KINDS = frozenset({"device", "device-app"})
+_CQE_LOGGERS = frozenset({"ROCE", "HCCP", "HCCPSRV"})
+
+
+@dataclass
+class _ProcessState:
+    key: ProcessKey
+    env_seen: set[str] = default(default_factory=set)
+    key_info_communicator: str | None = None
+    init_communicator: str | None = None
+    pending_root: bool = False
+    first_error_seen: bool = False
+    blocks: dict[int, CollectiveEvent] = default(default_factory=dict)
+    rootinfo: CollectiveEvent | None = None
+    aicpu_waiting: CollectiveEvent | None = None
+    kept: dict[tuple[Any, ...], CollectiveEvent] = default(default_factory=dict)
+    dropped: int = 0
+
+
+class CollectiveExtractor:
+    """Turns records into Facts and CollectiveEvents (see parsers/hccl/model.py)."""
+
+    def __init__(self, events_per_process: int = DEFAULT_EVENTS_PER_PROCESS) -> None:
+        self._cap = events_per_process
+        self._processes: dict[tuple[str, int], _ProcessState] = {}
+        self._out: list[Extracted] = []
+
+    def feed(self, records: Sequence[Record], first_line: int | None = None) -> list[Extracted]:
+        """Facts and the events completed by these consecutive records of one stream;
+        `first_line` is the line number of the first record (for evidence)."""
+        out: list[Extracted] = []
+        self._out = out
+        last: tuple[_ProcessState, int] | None = None
+        lines = _Lines(records, first_line)
+        for position, record in enumerate(records):
+            logger = record.logger
+            level = record.level
+            source = record.source
+            kind = source.kind if source is not None else "other"
+            if (
+                logger not in _HCCL_LOGGERS
+                and level not in ERROR_LEVELS
+                and kind not in _DEVICE_KINDS
+            ):
+                continue
+            state = self._state(record)
+            if state is None:
+                continue
+            if record.timestamp_us is not None:
+                last = (state, record.timestamp_us)
+            text = record.text
+            where = _Where(lines, position)
+            if logger in _HCCL_LOGGERS:
+                self._hccl(state, record, text, level in ERROR_LEVELS, where)
+            elif kind in _DEVICE_KINDS:
+                self._device(state, record, text, where)
+            if level in ERROR_LEVELS:
+                self._error(state, record, text, logger, where)
+        if last is not None:
+            state, time_us = last
+            out.append(Fact(state.key, "heard", time_us, time_us))
+        self._out = []
+        return out
+
+    def finish(self) -> list[Extracted]:
+        """Close every open block: the end of the input."""
+        out: list[Extracted] = []
+        self._out = out
+        for state in self._processes.values():
+            self._close_all(state)
+            if state.dropped:
+                out.append(Fact(state.key, "events_dropped", state.dropped, None))
+        self._out = []
+        return out
+
+    # -- per record ---------------------------------------------------------------------------
+
+    def _state(self, record: Record) -> _ProcessState | None:
+        source = record.source
+        host = (source.host if source is not None else None) or ""
+        pid = record.pid
+        if source is not None and (source.kind in _DEVICE_KINDS or pid is None):
+            pid = source.pid if source.pid is not None else pid
+        if pid is None:
+            return None
+        state = self._processes.get((host, pid))
+        if state is None:
+            state = self._processes[(host, pid)] = _ProcessState(ProcessKey(host, pid))
+            if record.process_name:
+                self._fact(state, "process_name", record.process_name, record, None)
+            if source is not None and source.kind in _DEVICE_KINDS and source.device is not None:
+                self._fact(state, "phy_device", source.device, record, None)
+        return state
+
+    def _hccl(
+        self, state: _ProcessState, record: Record, text: str, is_error: bool, where: _Where
+    ) -> None:
+        if "[HCCL_ENV]" in text:
+            self._environment(state, record, text, where)
+        elif "HcclCommResume:success" in text or ("HcclCommResume V" in text and "success" in text):
+            self._resume(state, record, where)
+            return
+        if any(key in text for key in IDENTITY_KEYS):
+            self._identity(state, record, text, where)
+        ranks = failures.connected_ranks(text)
+        if ranks is not None:
+            event = state.rootinfo or self._open_rootinfo(state, record, {"root_side": True}, where)
+            event.connected_ranks = (event.connected_ranks or ()) + ranks
+            event.root_side = True
+            _add_evidence(event, record, where)
+            return
+        if state.rootinfo is not None and "identifier[" in text:
+            self._close_rootinfo(state, text)
+        if is_error or "Cluster Exception Location" in text:
+            self._failure(state, record, text, where)
+
+    def _environment(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+        match = HCCL_ENV_VARIABLE.search(text)
+        if match is not None:
+            variable = match[1]
+            if variable in state.env_seen:
+                self._restart(state, record, where)
+            state.env_seen.add(variable)
+        for name, value, _ in timeouts(text):
+            self._fact(state, name, value, record, where)
+
+    def _identity(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+        for name, value, _ in timeouts(text) if "timeOut[" in text else []:
+            self._fact(state, name, value, record, where)
+        said = identity(text)
+        if "[Communicator Key Info]" in text:
+            state.key_info_communicator = next((c for _, _, c in said if c), None)
+        elif "[LocalRank Key Info]" in text:
+            said = [
+                (n, v, state.key_info_communicator if n in COMMUNICATOR_FACTS else c)
+                for n, v, c in said
+            ]
+        for name, value, communicator in said:
+            if name in COMMUNICATOR_FACTS and communicator is not None:
+                if "Entry-" in text or "SetupAgent" in text or "RootInfoDetect" in text:
+                    state.init_communicator = communicator
+                if state.pending_root and name != "root":
+                    state.pending_root = False
+                    self._fact(state, "root", True, record, where, communicator)
+            if name == "root" and communicator is None:
+                state.pending_root = True
+                continue
+            self._fact(state, name, value, record, where, communicator)
+
+    def _failure(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+        tid = _thread(record, text)
+        base = failures.task_base(text)
+        if base is not None:
+            open_block = state.blocks.pop(tid, None)
+            if open_block is not None:
+                self._emit(state, open_block)
+            event = self._event(state, record, base["kind"], where, tag=base["tag"])
+            state.blocks[tid] = event
+            return
+        block = state.blocks.get(tid)
+        if block is not None and (
+            "Task run failed" in text or "remote rank" in text or "report error_message" in text
+        ):
+            self._detail(block, failures.task_detail(text) or {}, record, where)
+            return
+        for read in (
+            failures.link_row(text),
+            failures.socket_line(text),
+            failures.transport_init(text),
+            failures.cqe(text),
+            failures.cluster_exception(text),
+        ):
+            if read is not None:
+                self._single(state, record, read, where)
+                return
+        root_read = failures.rootinfo(text)
+        if root_read is not None:
+            opened = state.rootinfo
+            if opened is None:
+                self._open_rootinfo(state, record, root_read, where)
+            else:
+                opened.root_side = opened.root_side or bool(root_read.get("root_side"))
+                _add_evidence(opened, record, where)
+            return
+        if "FFTS+ run failed" in text:
+            self._single(state, record, {"kind": "ffts"}, where)
+        elif "Task run failed" in text and ("remoteRank[" in text or "remote rank" in text):
+            # one-line task failures of older releases: `Task run failed, tag[..], remoteRank[n]`
+            event = self._event(state, record, "notify", where, tag=None)
+            self._detail(event, failures.task_detail(text) or {}, record, where)
+            self._emit(state, event)
+
+    def _device(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+        waiting = state.aicpu_waiting
+        if waiting is not None:
+            state.aicpu_waiting = None
+            group = failures.group_of(text)
+            if group:
+                waiting.communicator = group
+                _add_evidence(waiting, record, where)
+            self._emit(state, waiting)
+        tls = tls_state(text) if "TLS SWITCH" in text else None
+        if tls is not None:
+            self._fact(state, "tls", tls, record, where)
+        read = failures.aicpu_notify(text)
+        if read is not None:
+            event = self._event(state, record, "aicpu_notify", where, tag=None)
+            event.remote_rank = read["remote_rank"]
+            event.communicator = read.get("communicator")
+            if event.communicator is None:
+                state.aicpu_waiting = event
+            else:
+                self._emit(state, event)
+        elif record.level in ERROR_LEVELS and record.logger in _CQE_LOGGERS:
+            cqe = failures.cqe(text)
+            if cqe is not None:
+                self._single(state, record, cqe, where)
+
+    def _error(
+        self, state: _ProcessState, record: Record, text: str, logger: str | None, where: _Where
+    ) -> None:
+        if state.first_error_seen:
+            return
+        state.first_error_seen = True
+        event = CollectiveEvent(
+            "error",
+            state.key,
+            record.timestamp_us,
+            module=logger,
+            codes=tuple(record.error_codes),
+            evidence=[where.evidence(record)],
+        )
+        self._out.append(event)
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _event(
+        self, state: _ProcessState, record: Record, kind: str, where: _Where, tag: str | None
+    ) -> CollectiveEvent:
+        event = CollectiveEvent(kind, state.key, record.timestamp_us, tag=tag)  # type: ignore[arg-type]
+        event.module = record.logger
+        event.codes = tuple(record.error_codes)
+        event.evidence.append(where.evidence(record))
+        return event
+
+    def _single(
+        self, state: _ProcessState, record: Record, read: dict[str, Any], where: _Where
+    ) -> None:
+        event = self._event(state, record, read["kind"], where, tag=read.get("tag"))
+        for name, value in read.items():
+            if name not in ("kind", "own_rank") and value is not None:
+                setattr(event, name, value)
+        self._emit(state, event)
+
+    def _detail(
+        self, event: CollectiveEvent, read: dict[str, Any], record: Record, where: _Where
+    ) -> None:
+        for name in ("remote_rank", "remote_local", "communicator", "op_index", "timeout_s"):
+            value = read.get(name)
+            if value is not None and getattr(event, name) in (None, False):
+                setattr(event, name, value)
+        if read.get("tag") and event.tag is None:
+            event.tag = read["tag"]
+        if read.get("problem"):
+            event.problems.append(str(read["problem"]))
+        for code in record.error_codes:
+            if code not in event.codes:
+                event.codes = (*event.codes, code)
+        _add_evidence(event, record, where)
+
+    def _open_rootinfo(
+        self, state: _ProcessState, record: Record, read: dict[str, Any], where: _Where
+    ) -> CollectiveEvent:
+        event = self._event(state, record, "rootinfo", where, tag=None)
+        event.root_side = bool(read.get("root_side"))
+        event.timeout_s = read.get("timeout_s")
+        event.communicator = state.init_communicator
+        state.rootinfo = event
+        return event
+
+    def _close_rootinfo(self, state: _ProcessState, text: str) -> None:
+        event = state.rootinfo
+        state.rootinfo = None
+        if event is None:
+            return
+        named = field(text, "identifier")
+        if named:
+            event.communicator = named
+        self._emit(state, event)
+
+    def _emit(self, state: _ProcessState, event: CollectiveEvent) -> None:
+        key = (
+            event.kind,
+            event.communicator,
+            event.tag,
+            event.op_index,
+            event.remote_rank,
+            event.remote_local,
+            event.remote_ip,
+            event.remote_server,
+            event.remote_device,
+        )
+        kept = state.kept.get(key)
+        if kept is not None:
+            kept.count += 1
+            return
+        if len(state.kept) >= self._cap:
+            state.dropped += 1
+            return
+        state.kept[key] = event
+        self._out.append(event)
+
+    def _close_all(self, state: _ProcessState) -> None:
+        for event in state.blocks.values():
+            self._emit(state, event)
+        state.blocks.clear()
+        if state.rootinfo is not None:
+            self._emit(state, state.rootinfo)
+            state.rootinfo = None
+        if state.aicpu_waiting is not None:
+            self._emit(state, state.aicpu_waiting)
+            state.aicpu_waiting = None
+
+    # -- facts and lives ----------------------------------------------------------------------
+
+    def _fact(
+        self,
+        state: _ProcessState,
+        name: str,
+        value: str | int | float | bool,
+        record: Record,
+        where: _Where | None,
+        communicator: str | None = None,
+    ) -> None:
+        evidence = where.evidence(record) if where is not None else None
+        self._out.append(
+            Fact(state.key, name, value, record.timestamp_us, communicator, evidence)  # type: ignore[arg-type]
+        )
+
+    def _restart(self, state: _ProcessState, record: Record, where: _Where) -> None:
+        """HCCL initialised again inside the pid: a new life that knows nothing of the old."""
+        self._close_all(state)
+        old = state.key
+        fresh = _ProcessState(ProcessKey(old.host, old.pid, old.incarnation + 1))
+        state.__dict__.update(fresh.__dict__)
+        if record.process_name:
+            self._fact(state, "process_name", record.process_name, record, None)
+
+    def _resume(self, state: _ProcessState, record: Record, where: _Where) -> None:
+        """A recovery: the failures before it are over; the identity carries on."""
+        self._close_all(state)
+        old = state.key
+        fresh = _ProcessState(ProcessKey(old.host, old.pid, old.incarnation + 1))
+        fresh.env_seen = state.env_seen
+        fresh.init_communicator = state.init_communicator
+        state.__dict__.update(fresh.__dict__)
+        self._fact(state, "resumed", old.incarnation, record, where)
+
+
+class _Lines:
+    """The line number of each record of a batch, summed once when first asked."""
+
+    __slots__ = ("_first_line", "_records", "_starts")
+
+    def __init__(self, records: Sequence[Record], first_line: int | None) -> None:
+        self._records = records
+        self._first_line = first_line
+        self._starts: list[int] | None = None
+
+    def of(self, position: int) -> int | None:
+        if self._first_line is None:
+            return None
+        if self._starts is None:
+            counts = [self._first_line, *(r.line_count for r in self._records)]
+            self._starts = list(accumulate(counts))
+        return self._starts[position]
+
+
+class _Where:
+    """Where a record is: its file and line, worked out only when it becomes evidence."""
+
+    __slots__ = ("_lines", "_position")
+
+    def __init__(self, lines: _Lines, position: int) -> None:
+        self._lines = lines
+        self._position = position
+
+    def evidence(self, record: Record) -> Evidence:
+        source = record.source
+        line = self._lines.of(self._position)
+        text = record.original.split("\n", 1)[0][:_EVIDENCE_CHARS]
+        return Evidence(source.path if source else None, line, text, record.timestamp_us)
+
+
+def _add_evidence(event: CollectiveEvent, record: Record, where: _Where) -> None:
+    if len(event.evidence) < _EVIDENCE_PER_EVENT:
+        event.evidence.append(where.evidence(record))
+
+
+def _thread(record: Record, text: str) -> int:
+    match = _TID.match(text)
+    if match is not None:
+        return int(match[1])
+    return record.pid or 0

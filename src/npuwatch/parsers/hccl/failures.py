@@ -1,0 +1,276 @@
+"""Failure lines: which collective failure a line reports, and the peer it names.
+
+One function per family of formats/hccl.md H3 (and the looser wordings of older releases),
+each returning the fields it read, or None when the line is not of that family. Blocks that
+span several lines (the task-exception block, the root-info connected-rank list) are put
+together by the extractor; these functions only read single lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from npuwatch.parsers.hccl.fields import IP, address, field, number, seconds, server_and_device
+
+Fields = dict[str, Any]
+
+_LINK_ROW = re.compile(
+    r"\|\s*(?P<dest>[0-9A-Fa-f.:]+)\((?P<dest_rank>\d{1,6})\)\s*\|\s*\d*\s*\|"
+    r"\s*(?P<src>[0-9A-Fa-f.:]+)\((?P<src_rank>\d{1,6})\)\s*\|\s*\d*\s*\|"
+    r"\s*(?P<role>[A-Za-z]+)\s*\|\s*(?P<status>[a-z ]+?)\s*\|"
+)
+_REMOTE_RANK = re.compile(r"remote ?rank(?:id)?\s*:?\s*\[\s*(\w+)\s*\]", re.IGNORECASE)
+_TIMEOUT = re.compile(r"timeout\s*[\[:]\s*(\d+(?:\.\d+)?)\s*s?", re.IGNORECASE)
+_AGENT_ID = re.compile(r"\[(\d{1,16})\]")
+_CQE = re.compile(r"cqe\s+(?:err(?:or)?\s+)?status\s*\[?\s*(\d+)", re.IGNORECASE)
+_TASK_BASE = "Task run failed, base information is"
+
+
+def task_base(text: str) -> Fields | None:
+    """The first line of a task-exception block (H3.1 step 4; the FFTS+ op form has no
+    taskType): opens a notify or FFTS+ event."""
+    if _TASK_BASE not in text:
+        return None
+    task_type = field(text, "taskType")
+    kind = "notify" if task_type is None or "Notify" in task_type else "ffts"
+    if task_type is None and "[Timeout]" not in text:
+        kind = "ffts"
+    return {"kind": kind, "tag": field(text, "tag"), "task_type": task_type}
+
+
+def task_detail(text: str) -> Fields | None:
+    """A later line of the block: para (remote rank), groupRank (group, rank count, own rank),
+    opData (op index); also the one-line `notify wait timeout, remote rank[n]` wording."""
+    read: Fields = {}
+    remote = _REMOTE_RANK.search(text)
+    if remote is not None:
+        value = remote[1]
+        if value.lower() == "local":
+            read["remote_local"] = True
+        elif value.isdigit():
+            read["remote_rank"] = int(value)
+        else:
+            read["problem"] = f"remote rank [{value}] is not a rank"
+    if "groupRank information is" in text or "rankSize[" in text:
+        group = _bracket_after(text, "group:")
+        if group:
+            read["communicator"] = group
+        size = number(text, "rankSize")
+        if size is not None:
+            read["rank_count"] = size
+        own = field(text, "rankId")
+        if own is not None:
+            parts = own.split()
+            if parts and parts[0].isdigit():
+                read["own_rank"] = int(parts[0])
+            if len(parts) > 1 and parts[1].isdigit() and "remote_rank" not in read:
+                read["remote_rank"] = int(parts[1])
+        peer = number(text, "peerRankId")
+        if peer is not None:
+            read["remote_rank"] = peer
+    if "opData information is" in text or "index[" in text:
+        index = number(text, "index")
+        if index is not None:
+            read["op_index"] = index
+    if "tag[" in text and "opData" not in text:
+        tag = field(text, "tag")
+        if tag:
+            read["tag"] = tag
+    timeout = _TIMEOUT.search(text)
+    if timeout is not None and "timeStamp" not in text:
+        read["timeout_s"] = float(timeout[1])
+    if "notify wait" in text.lower():
+        read["notify"] = True
+    return read or None
+
+
+def link_row(text: str) -> Fields | None:
+    """A LINK_ERROR_INFO row of a socket that did not connect: `dest_ip(rank) | port |
+    src_ip(rank) | port | role | status | …`; the peer is the destination."""
+    match = _LINK_ROW.search(text)
+    if match is None:
+        return None
+    status = match["status"].strip()
+    return {
+        "kind": "socket",
+        "remote_ip": address(match["dest"]),
+        "remote_rank": int(match["dest_rank"]),
+        "own_rank": int(match["src_rank"]),
+        "link_role": match["role"].strip().lower(),
+        "link_status": status,
+    }
+
+
+def socket_line(text: str) -> Fields | None:
+    """Socket, p2p and other link-setup timeouts (H3.2)."""
+    if "connected p2p timeout" in text or "check pcie connection failed" in text:
+        device = _number_after(text, "remote physic id:")
+        return {
+            "kind": "p2p",
+            "remote_device": device,
+            "timeout_s": _seconds_after(text, "timeout:"),
+        }
+    if "Wait links establish completed failed" in text or "wait socket establish timeout" in text:
+        role = next((r for r in ("client", "server") if f"role is {r}" in text), None)
+        timeout = seconds(field(text, "timeout"))
+        return {"kind": "socket", "link_role": role, "timeout_s": timeout}
+    if "channel connect timeout" in text or "the connection failure" in text:
+        return {"kind": "socket"}
+    if (
+        "Wait timeout for sockets recv" in text
+        or "get rasocket timeout" in text
+        or "recv fail" in text
+    ):
+        return {"kind": "normal", "timeout_s": seconds(field(text, "timeout"))}
+    return None
+
+
+def transport_init(text: str) -> Fields | None:
+    if "Transport init error" not in text:
+        return None
+    server, device = server_and_device(field(text, "remoteIpAddr"))
+    return {
+        "kind": "transport_init",
+        "remote_server": address(server) or server,
+        "remote_device": device,
+        "remote_rank": number(text, "remoteRank"),
+        "tag": field(text, "tag"),
+    }
+
+
+def cqe(text: str) -> Fields | None:
+    """RDMA completion errors: retransmissions exceeded towards a peer (H3.4)."""
+    lowered = text.lower()
+    if "cqe" not in lowered:
+        return None
+    read: Fields = {"kind": "cqe"}
+    status = _CQE.search(text)
+    if status is None and "find cqe error" not in text and "receive a cqe error" not in text:
+        return None
+    remote = _braced(text, "remoteIP{")
+    if remote is not None:
+        read["remote_ip"] = address(field(remote, "deviceIp"))
+        read["remote_server"] = address(field(remote, "server"))
+        read["remote_device"] = number(remote, "deviceId")
+    else:
+        ip = (
+            field(text, "remoteIP")
+            or field(text, "remoteIpAddr")
+            or _bracket_after(text, "remoteIP:")
+            or _bracket_after(text, "ip:")
+        )
+        if ip is None:
+            found = re.search(r"remote\s+(" + IP.pattern + ")", text)
+            ip = found[1] if found else None
+        read["remote_ip"] = address(ip)
+    rank = number(text, "dstrank")
+    if rank is None:
+        rank = number(text, "remote rank")
+    if rank is not None:
+        read["remote_rank"] = rank
+    communicator = field(text, "identifier")
+    if communicator:
+        read["communicator"] = communicator
+    return read
+
+
+def cluster_exception(text: str) -> Fields | None:
+    """HCCL's own verdict (H3.4): `Cluster Exception Location[IP/ID]:[<server>/<device>]`."""
+    index = text.find("Cluster Exception Location")
+    if index < 0:
+        return None
+    rest = text[index:]
+    match = re.search(r"\]:\s*\[([^\]]*)\]", rest)
+    server, device = server_and_device(match[1] if match else None)
+    return {
+        "kind": "cluster_exception",
+        "remote_server": address(server) or server,
+        "remote_device": device,
+        "exception_type": _bracket_after(rest, "ExceptionType:"),
+        "discoverer": _bracket_after(rest, "Discoverer:"),
+    }
+
+
+def rootinfo(text: str) -> Fields | None:
+    """Root-info / topology-exchange timeouts at communicator init (H3.3)."""
+    if "topo exchange server get socket timeout" in text or "GetRankBasicInfo from" in text:
+        return {"kind": "rootinfo", "root_side": True, "timeout_s": seconds(field(text, "timeout"))}
+    if "wait topoExchangeServer" in text:
+        return {"kind": "rootinfo", "root_side": True}
+    if (
+        "topo exchange agent get socket timeout" in text
+        or "receive from fdhandle failed" in text
+        or "receive msg length from fdhandle failed" in text
+        or "RootInfoDetect failed" in text
+    ):
+        return {"kind": "rootinfo", "timeout_s": seconds(field(text, "timeout"))}
+    return None
+
+
+def connected_ranks(text: str) -> tuple[int, ...] | None:
+    """`connected rankinfo[LINE n]: [0000000000000002],[…];` (the typo `DispalyConnectionedRank`
+    of old releases has the same list). Ids are zero-padded ranks: read as numbers, not text."""
+    index = text.find("connected rankinfo")
+    if index < 0:
+        return None
+    rest = text[index:]
+    colon = rest.find(":")
+    if colon < 0:
+        return ()
+    return tuple(int(found) for found in _AGENT_ID.findall(rest[colon + 1 :]))
+
+
+def aicpu_notify(text: str) -> Fields | None:
+    """An AI-CPU notify wait in a device log: `NOTIFY WAIT … remoteRank:R` (the group comes on
+    this line or the next one)."""
+    if "NOTIFY WAIT" not in text and "type:Notify Wait" not in text:
+        return None
+    match = re.search(r"remoteRank\s*[:=]\s*(\d+)", text)
+    if match is None:
+        return None
+    rank = int(match[1])
+    if rank >= 0xFFFFFFFF:
+        return None  # 4294967295: no peer
+    read: Fields = {"kind": "aicpu_notify", "remote_rank": rank}
+    group = group_of(text)
+    if group:
+        read["communicator"] = group
+    return read
+
+
+def group_of(text: str) -> str | None:
+    match = re.search(r"group\s*:\s*\[?([^\],\s]+)", text)
+    return None if match is None else match[1]
+
+
+def _bracket_after(text: str, key: str) -> str | None:
+    index = text.find(key)
+    if index < 0:
+        return None
+    rest = text[index + len(key) :].lstrip()
+    if not rest.startswith("["):
+        return None
+    end = rest.find("]")
+    return rest[1:end].strip() if end > 0 else None
+
+
+def _braced(text: str, key: str) -> str | None:
+    index = text.find(key)
+    if index < 0:
+        return None
+    end = text.find("}", index)
+    return text[index + len(key) : end if end > 0 else len(text)]
+
+
+def _number_after(text: str, key: str) -> int | None:
+    index = text.find(key)
+    if index < 0:
+        return None
+    match = re.match(r"\s*(\d+)", text[index + len(key) :])
+    return None if match is None else int(match[1])
+
+
+def _seconds_after(text: str, key: str) -> float | None:
+    index = text.find(key)
+    return None if index < 0 else seconds(text[index + len(key) :])

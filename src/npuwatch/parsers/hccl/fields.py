@@ -1,0 +1,69 @@
+"""Reading `key[value]` fields out of HCCL line text.
+
+HCCL prints almost every value as `name[value]` (formats/hccl.md §0). FaultDiag splits on
+`name[` and reads to `]`, which also finds `rank[` inside `localUserrank[`; here a name must not
+follow a letter, so `rank` and `userRank` stay apart.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
+_IP = rf"(?:{_IPV4}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+)"
+IP = re.compile(_IP)
+
+
+@lru_cache(maxsize=256)
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z]){re.escape(name)}\[([^\]]*)\]")
+
+
+def field(text: str, name: str) -> str | None:
+    """The value of `name[...]`, stripped; None when absent."""
+    match = _pattern(name).search(text)
+    return None if match is None else match[1].strip()
+
+
+def number(text: str, name: str) -> int | None:
+    """`name[...]` as a whole number (decimal, or hex with 0x); None when absent or not one."""
+    value = field(text, name)
+    return to_int(value)
+
+
+def to_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return int(value, 16) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        return None
+
+
+def seconds(value: str | None) -> float | None:
+    """A timeout value as HCCL prints it: `120`, `1836.00`, `120 s`, `120s`."""
+    if value is None:
+        return None
+    match = re.match(r"\s*(-?\d+(?:\.\d+)?)", value)
+    return None if match is None else float(match[1])
+
+
+def address(value: str | None) -> str | None:
+    """An IP from `10.0.0.1`, `10.0.0.1%eth0` (server with its NIC) or `10.0.0.1:60000`."""
+    if not value:
+        return None
+    match = IP.match(value.strip())
+    if match is None:
+        return None
+    found = match[0]
+    return None if found in ("0.0.0.0", "") else found
+
+
+def server_and_device(value: str | None) -> tuple[str | None, int | None]:
+    """`<server id>/<physical device id>` (transport-init peers, heartbeat UIDs)."""
+    if not value or "/" not in value:
+        return None, None
+    server, _, device = value.rpartition("/")
+    return (server.strip() or None), to_int(device)

@@ -1,0 +1,148 @@
+"""What HCCL's lines say about a job: topology facts and typed collective-failure events.
+
+Both are plain data, made by the extractor from records and read by the correlator
+(`npuwatch.analysis.correlation`), offline in `scan` and, later, live in the cluster service:
+nothing here knows files or time sources. The line formats are in formats/hccl.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True, order=True)
+class ProcessKey:
+    """One incarnation of one process: a pid on a host, counted up at each restart inside the
+    pid (a second `[HCCL_ENV]` block) and at each recovery (`HcclCommResume:success`), so that
+    facts and failures of an earlier life are never mixed with the current one."""
+
+    host: str
+    pid: int
+    incarnation: int = 0
+
+    def describe(self) -> str:
+        life = f" (life {self.incarnation + 1})" if self.incarnation else ""
+        return f"{self.host or '-'} pid {self.pid}{life}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A line that supports a fact or an event, for display: file, line number, text."""
+
+    file: str | None
+    line: int | None
+    text: str
+    time_us: int | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"file": self.file, "line": self.line, "text": self.text}
+
+
+FactName = Literal[
+    "process_name",
+    "logic_device",
+    "phy_device",
+    "device_ip",
+    "vnic_ip",
+    "server_ip",
+    "host_ip",
+    "connect_timeout_s",
+    "exec_timeout_s",
+    "rdma_timeout",
+    "rdma_retry_count",
+    "tls",
+    "rank",
+    "rank_count",
+    "root",
+    "resumed",
+    "heard",
+    "events_dropped",
+]
+"""Process facts (device ids, addresses, timeouts, TLS) and communicator facts (`rank`,
+`rank_count`, `root`: the process hosts the communicator's root rank). `resumed` starts a new
+incarnation that keeps the identity of the one before (a recovery, not a restart). `heard` is
+the time of a record: how long the process kept writing. `events_dropped` counts failure
+events past the per-process cap (their count is kept, their details are not)."""
+
+COMMUNICATOR_FACTS = frozenset({"rank", "rank_count", "root"})
+
+
+@dataclass(frozen=True)
+class Fact:
+    process: ProcessKey
+    name: FactName
+    value: str | int | float | bool
+    time_us: int | None
+    communicator: str | None = None
+    """For `rank`, `rank_count` and `root`; None when the line did not name it (it is then
+    bound to the communicator the process's other lines name)."""
+    evidence: Evidence | None = None
+
+
+EventKind = Literal[
+    "cqe",
+    "cluster_exception",
+    "transport_init",
+    "socket",
+    "p2p",
+    "notify",
+    "ffts",
+    "rootinfo",
+    "normal",
+    "aicpu_notify",
+    "error",
+]
+"""The failure classes of CORRELATION.md §1.3; `error` is a process's first ERROR of any
+module (the cause when it comes before everyone's timeouts)."""
+
+TIMEOUT_KINDS = frozenset({"socket", "p2p", "notify", "ffts", "rootinfo", "normal"})
+"""Kinds that mean "I waited for someone": they mark victims, not causes."""
+
+
+@dataclass
+class CollectiveEvent:
+    """One collective failure reported by one process, with the peer it names (if any)."""
+
+    kind: EventKind
+    process: ProcessKey
+    time_us: int | None
+    communicator: str | None = None
+    tag: str | None = None
+    op_index: int | None = None
+    remote_rank: int | None = None
+    remote_local: bool = False
+    """The task waited on the process's own secondary stream (`remote rank:[local]`)."""
+    remote_ip: str | None = None
+    remote_server: str | None = None
+    remote_device: int | None = None
+    """Physical device id of the peer: on `remote_server`, or on the same host (p2p)."""
+    link_role: str | None = None
+    link_status: str | None = None
+    connected_ranks: tuple[int, ...] | None = None
+    """The ranks that reached the root of a root-info exchange (logged by the root)."""
+    root_side: bool = False
+    """The root rank itself reported this root-info timeout."""
+    exception_type: str | None = None
+    discoverer: str | None = None
+    module: str | None = None
+    codes: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    """The timeout the line itself says fired (`timeout[120 s]`)."""
+    count: int = 1
+    """Lines that said the same (the same peer, tag and op): kept once, counted."""
+    evidence: list[Evidence] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """What was odd about the lines (a truncated block, an absurd value): lowers confidence."""
+
+    @property
+    def names_peer(self) -> bool:
+        return (
+            self.remote_rank is not None
+            or self.remote_ip is not None
+            or self.remote_device is not None
+            or self.remote_local
+        )
+
+
+Extracted = Fact | CollectiveEvent

@@ -1,0 +1,226 @@
+"""The correlator on facts and events made by hand: each decision, and input that is wrong."""
+
+from __future__ import annotations
+
+import random
+
+from npuwatch.analysis.correlation import Correlator, Incident
+from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact, ProcessKey
+
+T0 = 1_765_400_000_000_000  # µs
+S = 1_000_000
+
+
+def member(
+    host: str,
+    pid: int,
+    rank: int,
+    count: int,
+    comm: str = "world",
+    device: int | None = None,
+    ip: str | None = None,
+    at: int = T0,
+) -> list[Extracted]:
+    key = ProcessKey(host, pid)
+    said: list[Extracted] = [
+        Fact(key, "rank", rank, at, comm),
+        Fact(key, "rank_count", count, at, comm),
+        Fact(key, "phy_device", rank % 4 if device is None else device, at),
+    ]
+    if ip is not None:
+        said.append(Fact(key, "device_ip", ip, at))
+    return said
+
+
+def waits(
+    host: str, pid: int, remote: int | str, at: int, comm: str = "world", **more: object
+) -> CollectiveEvent:
+    event = CollectiveEvent(
+        "notify", ProcessKey(host, pid), at, communicator=comm, tag=f"AllReduce_{comm}"
+    )
+    if remote == "local":
+        event.remote_local = True
+    else:
+        event.remote_rank = int(remote)
+    for name, value in more.items():
+        setattr(event, name, value)
+    return event
+
+
+def job(ranks: int = 8) -> list[Extracted]:
+    """`ranks` processes, four per host (host-a, host-b, …), pid 100 + rank."""
+    items: list[Extracted] = []
+    for rank in range(ranks):
+        items += member(
+            f"host-{'abcd'[rank // 4]}", 100 + rank, rank, ranks, ip=f"192.168.1.{rank}"
+        )
+    return items
+
+
+def verdicts(items: list[Extracted]) -> list[Incident]:
+    correlator = Correlator()
+    correlator.add_all(items)
+    return correlator.incidents()
+
+
+def roots(incident: Incident) -> list[tuple[str | None, int | None, bool]]:
+    return [(p.host, p.rank, p.has_logs) for p in incident.root_cause]
+
+
+def test_ranks_waiting_for_a_rank_that_never_reported_name_it_as_the_root() -> None:
+    items = job() + [
+        waits(f"host-{'abcd'[r // 4]}", 100 + r, 5, T0 + 100 * S + r) for r in range(8) if r != 5
+    ]
+    (incident,) = verdicts(items)
+    assert incident.faultdiag_code == 112
+    assert roots(incident) == [("host-b", 5, True)]
+    assert len(incident.victims) == 7
+    assert incident.victims_by_host() == {"host-a": 4, "host-b": 3}
+
+
+def test_a_rank_without_logs_is_counted_against_the_rank_count_and_named_as_having_none() -> None:
+    items = [i for i in job() if i.process.pid != 105]
+    items += [waits(f"host-{'abcd'[r // 4]}", 100 + r, 5, T0 + 100 * S) for r in range(8) if r != 5]
+    (incident,) = verdicts(items)
+    assert incident.faultdiag_code == 112
+    assert roots(incident) == [(None, 5, False)]
+    assert [(p.rank, p.has_logs) for p in incident.unheard] == [(5, False)]
+
+
+def test_the_verdict_does_not_depend_on_the_order_facts_and_events_arrive_in() -> None:
+    items = job() + [
+        waits(f"host-{'abcd'[r // 4]}", 100 + r, 5, T0 + 100 * S + r) for r in range(8) if r != 5
+    ]
+    expected = [i.to_dict() for i in verdicts(items)]
+    for seed in range(5):
+        shuffled = items[:]
+        random.Random(seed).shuffle(shuffled)
+        assert [i.to_dict() for i in verdicts(shuffled)] == expected
+
+
+def test_a_verdict_can_be_asked_for_before_all_input_is_in_and_is_revised_after() -> None:
+    correlator = Correlator()
+    correlator.add_all(job())
+    correlator.add(waits("host-a", 100, 5, T0 + 100 * S))
+    early = correlator.incidents()
+    assert early and early[0].faultdiag_code == 112
+    for rank in range(1, 8):
+        if rank != 3:
+            correlator.add(waits(f"host-{'abcd'[rank // 4]}", 100 + rank, 3, T0 + 100 * S + rank))
+    correlator.add(waits("host-a", 103, "local", T0 + 101 * S))
+    (late,) = correlator.incidents()
+    assert late.faultdiag_code == 125
+    assert roots(late) == [("host-a", 3, True)]
+
+
+def test_reports_spread_beyond_the_exec_timeout_the_processes_logged_blame_the_last() -> None:
+    items = job()
+    items += [
+        Fact(ProcessKey(f"host-{'abcd'[r // 4]}", 100 + r), "exec_timeout_s", 300.0, T0)
+        for r in range(8)
+    ]
+    items += [
+        waits(f"host-{'abcd'[r // 4]}", 100 + r, (r + 1) % 8, T0 + 100 * S + r * S)
+        for r in range(7)
+    ]
+    items.append(waits("host-b", 107, 0, T0 + 520 * S))
+    (incident,) = verdicts(items)
+    assert incident.faultdiag_code == 110
+    assert roots(incident) == [("host-b", 7, True)]
+
+
+def test_the_first_error_before_every_timeout_is_the_root_and_the_timeouts_are_victims() -> None:
+    items = job()
+    items.append(CollectiveEvent("error", ProcessKey("host-b", 106), T0 + 10 * S, module="RUNTIME"))
+    items += [
+        waits(f"host-{'abcd'[r // 4]}", 100 + r, 6, T0 + 1846 * S) for r in range(8) if r != 6
+    ]
+    items += [
+        CollectiveEvent(
+            "error", ProcessKey(f"host-{'abcd'[r // 4]}", 100 + r), T0 + 1846 * S, module="HCCL"
+        )
+        for r in range(8)
+        if r != 6
+    ]
+    (incident,) = verdicts(items)
+    assert incident.faultdiag_code == 113
+    assert roots(incident) == [("host-b", 6, True)]
+    assert "RUNTIME" in incident.summary
+
+
+def test_two_communicators_failing_apart_in_time_and_ranks_are_two_incidents() -> None:
+    items: list[Extracted] = []
+    for rank in range(8):
+        host = f"host-{'ab'[rank // 4]}"
+        items += member(host, 100 + rank, rank % 4, 4, comm=f"tp{rank // 4}")
+    items += [waits("host-a", 100 + r, 2, T0 + 100 * S, comm="tp0") for r in (0, 1, 3)]
+    items += [waits("host-b", 104 + r, 1, T0 + 3000 * S, comm="tp1") for r in (0, 2, 3)]
+    found = verdicts(items)
+    assert sorted((i.communicator, roots(i)[0]) for i in found) == [
+        ("tp0", ("host-a", 2, True)),
+        ("tp1", ("host-b", 1, True)),
+    ]
+
+
+def test_a_rank_beyond_the_rank_count_and_a_negative_device_are_named_and_lower_confidence() -> (
+    None
+):
+    clean = job() + [
+        waits(f"host-{'abcd'[r // 4]}", 100 + r, 5, T0 + 100 * S) for r in range(8) if r != 5
+    ]
+    bad = [*clean, Fact(ProcessKey("host-a", 100), "phy_device", -2, T0)]
+    bad.append(waits("host-a", 101, 42, T0 + 100 * S, op_index=None, tag="AllReduce_world"))
+    (good,) = verdicts(clean)
+    (worse,) = verdicts(bad)
+    assert any("-2 is negative" in note for note in worse.notes)
+    assert any("rank 42 of a 8-rank communicator" in note for note in worse.notes)
+    assert worse.confidence < good.confidence
+    assert roots(worse) == roots(good)
+
+
+def test_two_processes_claiming_one_device_ip_are_named() -> None:
+    items = job()
+    items.append(Fact(ProcessKey("host-b", 106), "device_ip", "192.168.1.0", T0 + S))
+    items += [waits(f"host-{'abcd'[r // 4]}", 100 + r, 5, T0 + 100 * S) for r in range(8) if r != 5]
+    (incident,) = verdicts(items)
+    assert any("device IP 192.168.1.0 claimed by" in note for note in incident.notes)
+
+
+def test_an_event_of_an_unknown_communicator_still_gives_an_incident() -> None:
+    items = [
+        waits("host-a", 100, 3, T0, comm="never-seen"),
+        waits("host-a", 101, 3, T0, comm="never-seen"),
+    ]
+    (incident,) = verdicts(items)
+    assert incident.communicator == "never-seen"
+    assert [(p.rank, p.has_logs) for p in incident.root_cause] == [(3, False)]
+
+
+def test_a_host_whose_clock_is_an_hour_behind_is_corrected_before_ordering() -> None:
+    items: list[Extracted] = []
+    hour = 3600 * S
+    for rank in range(12):
+        host = f"host-{'abc'[rank // 4]}"
+        skew = -hour if host == "host-c" else 0
+        items += member(host, 100 + rank, rank, 12, at=T0 + skew)
+    # the true first error: host-a rank 1; host-c's timeouts are stamped an hour early
+    items.append(CollectiveEvent("error", ProcessKey("host-a", 101), T0 + 50 * S, module="RUNTIME"))
+    for rank in range(12):
+        if rank != 1:
+            host = f"host-{'abc'[rank // 4]}"
+            skew = -hour if host == "host-c" else 0
+            items.append(waits(host, 100 + rank, 1, T0 + 1900 * S + skew))
+            items.append(
+                CollectiveEvent(
+                    "error", ProcessKey(host, 100 + rank), T0 + 1900 * S + skew, module="HCCL"
+                )
+            )
+    (incident,) = verdicts(items)
+    assert incident.faultdiag_code == 113
+    assert roots(incident) == [("host-a", 1, True)]
+    assert any("host-c" in note and "3,600 s behind" in note for note in incident.notes)
+
+
+def test_no_collective_failure_gives_no_incident() -> None:
+    items = [*job(), CollectiveEvent("error", ProcessKey("host-a", 100), T0, module="RUNTIME")]
+    assert verdicts(items) == []
