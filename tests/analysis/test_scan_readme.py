@@ -88,3 +88,25 @@ def test_the_comparison_catches_a_changed_count_and_lines_out_of_order() -> None
     assert departure(["a", "c"], output) is not None  # a gap must be marked
     assert departure(["…", "d", "c"], output) is not None
     assert departure(["a", "…", "e"], output) is not None
+
+
+INCIDENT_EXAMPLE = "A worked example: `fixtures/collective/first-error-not-timeout`"
+
+
+def test_the_readme_incident_example_is_what_the_command_prints() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(INCIDENT_EXAMPLE))
+    opening = next(i for i in range(start, len(lines)) if lines[i] == "```")
+    closing = lines.index("```", opening + 1)
+    sample = lines[opening + 1 : closing]
+    assert sample[0].startswith("Incident 1: first error not timeout")
+    result = run_npuwatch(
+        "scan",
+        "fixtures/collective/first-error-not-timeout",
+        "--no-rules",
+        cwd=REPO,
+        env={**os.environ, "TZ": "UTC", "NO_COLOR": "1"},
+    )
+    assert result.returncode == 1, result.stderr
+    problem = departure([GAP, *sample], result.stdout.splitlines())  # an excerpt from the middle
+    assert problem is None, f"README.md › Which device failed first: {problem}"

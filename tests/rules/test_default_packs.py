@@ -76,7 +76,6 @@ def test_every_real_error_or_coded_record_yields_an_event(real_logs: list[Path])
 @pytest.mark.parametrize(
     ("tree", "category", "where"),
     [
-        ("hccl-timeout", "communication", {"pid": 7790, "device": 2}),  # rank 6's RDMA CQE error
         ("aicore-exception", "device", {"device": 1}),  # the firmware's AI Core exception
         ("out-of-memory", "memory", {"pid": 51220}),
         ("op-compile-failure", "compile", {"pid": 200452}),
@@ -93,6 +92,22 @@ def test_scan_names_the_right_first_failure_of_each_fixture(
     described = first.to_dict()
     assert {key: described[key] for key in where} == where
     assert described["advice"]
+
+
+def test_the_hccl_timeout_verdict_is_at_the_root_cause_of_its_incident() -> None:
+    """Rank 6 (host-b, device 2) lost its RDMA link; the seven others timed out waiting for it.
+    The incident says so (tests/analysis/correlation), and the rule verdict agrees with it."""
+    result = scan_tree(TREES / "hccl-timeout", utc_clock(), engine=RuleEngine(RULES))
+    (incident,) = result.incidents
+    (root,) = incident.root_cause
+    assert (root.host, root.device, root.rank) == ("host-b", 2, 6)
+    assert len(incident.victims) == 7
+    first = result.first_failure()
+    assert first is not None
+    described = first.to_dict()
+    assert (described["host"], described["device"]) == ("host-b", 2)
+    assert first.event.rule.spec.category == "communication"
+    assert not first.event.rule.spec.symptom
 
 
 def test_a_clean_run_has_no_failure() -> None:

@@ -110,11 +110,16 @@ def group(events: list[Event]) -> list[Finding]:
     )
 
 
-def verdict(events: list[Event]) -> Verdict | None:
+def verdict(events: list[Event], among: list[Event] | None = None) -> Verdict | None:
+    """The verdict over `events`; with `among`, the cause is taken from those events only (the
+    root cause of a collective incident), and the symptoms are still counted over all."""
     failures = [e for e in events if e.severity_rank >= _FAILURE and e.first_us is not None]
-    if not failures:
+    candidates = failures
+    if among is not None:
+        candidates = [e for e in among if e.severity_rank >= _FAILURE and e.first_us is not None]
+    if not candidates:
         return None
-    causes = [e for e in failures if not e.rule.spec.symptom] or failures
+    causes = [e for e in candidates if not e.rule.spec.symptom] or candidates
     first = min(causes, key=lambda e: (e.first_us, e.rule.spec.fallback, -e.severity_rank))
     symptoms = sum(
         1 for e in failures if e.rule.spec.symptom and (e.first_us or 0) >= (first.first_us or 0)

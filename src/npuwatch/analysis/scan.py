@@ -191,7 +191,7 @@ class ScanResult:
                 if place.device is not None
             }
             at_root = [event for event in self.events if place_of(event)[:2] in roots]
-            found = verdict(at_root)
+            found = verdict(self.events, among=at_root)
             if found is not None:
                 return found
         return verdict(self.events)

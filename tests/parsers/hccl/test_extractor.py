@@ -272,21 +272,20 @@ def test_the_connected_rank_list_of_the_root_is_read_as_numbers() -> None:
     assert found[0].connected_ranks == (0, 2, 10)
 
 
-def test_a_second_hccl_env_block_starts_a_new_life_of_the_pid() -> None:
+def test_every_hccl_env_line_is_a_fact_with_its_time_so_a_second_block_can_be_told() -> None:
     env = "[HCCL_ENV] HCCL_CONNECT_TIMEOUT set by default to [120]s"
     text = "\n".join(
-        [
-            line("INFO", 100, "19:00:00.000.000", env),
-            line("ERROR", 100, "19:10:00.000.000", "[TaskExecStage]FFTS+ run failed"),
-            line("INFO", 100, "19:20:00.000.000", env),
-            line("ERROR", 100, "19:30:00.000.000", "[TaskExecStage]FFTS+ run failed"),
-        ]
+        [line("INFO", 100, "19:00:00.000.000", env), line("INFO", 100, "19:20:00.000.000", env)]
     )
-    found = events(extract(text), "ffts")
-    assert [e.process.incarnation for e in found] == [0, 1]
+    printed = [i for i in extract(text) if isinstance(i, Fact) and i.name == "hccl_env"]
+    assert [(f.value, f.time_us is not None) for f in printed] == [
+        ("HCCL_CONNECT_TIMEOUT", True),
+        ("HCCL_CONNECT_TIMEOUT", True),
+    ]
+    assert printed[0].time_us != printed[1].time_us
 
 
-def test_a_recovery_starts_a_new_life_that_says_it_was_resumed() -> None:
+def test_a_recovery_is_a_fact_and_the_same_failure_after_it_is_an_event_of_its_own() -> None:
     text = "\n".join(
         [
             line("ERROR", 100, "19:10:00.000.000", "[TaskExecStage]FFTS+ run failed"),
@@ -300,9 +299,8 @@ def test_a_recovery_starts_a_new_life_that_says_it_was_resumed() -> None:
         ]
     )
     items = extract(text)
-    resumed = [i for i in items if isinstance(i, Fact) and i.name == "resumed"]
-    assert [(f.process.incarnation, f.value) for f in resumed] == [(1, 0)]
-    assert [e.process.incarnation for e in events(items, "ffts")] == [0, 1]
+    assert [f.name for f in items if isinstance(f, Fact) and f.name == "resumed"] == ["resumed"]
+    assert [e.count for e in events(items, "ffts")] == [1, 1]
 
 
 def test_the_same_failure_repeated_is_kept_once_and_counted() -> None:

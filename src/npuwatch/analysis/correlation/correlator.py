@@ -13,25 +13,26 @@ from collections.abc import Iterable
 
 from npuwatch.analysis.correlation.decide import decide
 from npuwatch.analysis.correlation.incident import Incident
+from npuwatch.analysis.correlation.lives import ProcessLog
 from npuwatch.analysis.correlation.prepare import failures, prepare
-from npuwatch.analysis.correlation.processes import ProcessView
-from npuwatch.parsers.hccl.model import Extracted, Fact, ProcessKey
+from npuwatch.parsers.hccl.model import Extracted, Fact
 
 
 class Correlator:
     """Folds facts and events; `incidents()` gives the verdicts so far."""
 
     def __init__(self) -> None:
-        self._views: dict[ProcessKey, ProcessView] = {}
+        self._logs: dict[tuple[str, int], ProcessLog] = {}
 
     def add(self, item: Extracted) -> None:
-        view = self._views.get(item.process)
-        if view is None:
-            view = self._views[item.process] = ProcessView(item.process)
+        key = item.process
+        log = self._logs.get((key.host, key.pid))
+        if log is None:
+            log = self._logs[(key.host, key.pid)] = ProcessLog(key.host, key.pid)
         if isinstance(item, Fact):
-            view.add_fact(item)
+            log.add_fact(item)
         else:
-            view.add_event(item)
+            log.add_event(item)
 
     def add_all(self, items: Iterable[Extracted]) -> None:
         for item in items:
@@ -39,10 +40,11 @@ class Correlator:
 
     @property
     def processes(self) -> int:
-        return len(self._views)
+        return len(self._logs)
 
     def incidents(self) -> list[Incident]:
-        prepared = prepare(self._views)
+        views = {view.key: view for log in self._logs.values() for view in log.lives()}
+        prepared = prepare(views)
         incidents = [decide(prepared, group) for group in failures(prepared)]
         return sorted(
             incidents,

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from npuwatch.analysis.correlation.graph import Node, WaitGraph, reverse_chain, walk
-from npuwatch.analysis.correlation.incident import FAULTDIAG_CODES, Incident, Place
+from npuwatch.analysis.correlation.incident import Incident, Place
 from npuwatch.analysis.correlation.prepare import (
     LINK_SETUP_EXTRA_S,
     TIMEOUT_CLASSES,
@@ -23,6 +23,8 @@ from npuwatch.analysis.correlation.prepare import (
 from npuwatch.parsers.hccl.model import Evidence, ProcessKey
 
 _EVIDENCE_LINES = 8
+_WAITING_CLASSES = TIMEOUT_CLASSES | {"aicpu_notify", "transport_init"}
+"""Events that say "I waited": who reported one is a victim unless it is the root."""
 _BASE_CONFIDENCE = {
     101: 0.3, 107: 0.6, 108: 0.8, 109: 0.7, 110: 0.6, 111: 0.3, 112: 0.85, 113: 0.85,
     116: 0.9, 117: 0.6, 118: 0.7, 119: 0.75, 120: 0.7, 121: 0.75, 122: 0.7, 123: 0.7,
@@ -383,8 +385,13 @@ def _notify(fault: _Fault, bucket: list[Ev]) -> _Finding:
                 members.append(ev.process)
     if len(tags) > 1:
         rarest = min(tags, key=lambda tag: (len(tags[tag]), tag))
+        usual = max(tags, key=lambda tag: (len(tags[tag]), tag))
         return _Finding(
-            123, list(tags[rarest]), [], f"it was in {rarest} while the others were elsewhere"
+            123,
+            list(tags[rarest]),
+            [],
+            f"it timed out in {_op_of(rarest)} while {len(tags[usual])} others were in "
+            f"{_op_of(usual)}: the call order diverged",
         )
     return _notify_walk(fault, graph, bucket)
 
@@ -404,7 +411,13 @@ def _notify_walk(fault: _Fault, graph: WaitGraph, bucket: list[Ev]) -> _Finding:
         return _Finding(111, [], [], "the ranks' waits do not point at one rank")
     if found.cycle:
         cycle = ", ".join(fault.place(node).label() for node in found.roots)
-        return _Finding(124, [], found.chain, f"the ranks wait on each other in a cycle: {cycle}")
+        return _Finding(
+            124,
+            [],
+            found.chain,
+            f"{cycle} wait on each other in a cycle (a deadlock in the "
+            "operator order; their Entry- sequences diverge)",
+        )
     end = found.roots[0]
     if isinstance(end, Place):
         return _Finding(112, [end], found.chain, "the waits end at a rank without logs")
@@ -463,6 +476,11 @@ def _errors_only(fault: _Fault) -> _Finding:
 # -- shared -------------------------------------------------------------------------------------
 
 
+def _op_of(tag: str) -> str:
+    """`AllGather` of `AllGather_<communicator>`: the communicator is named elsewhere."""
+    return tag.partition("_")[0] or tag
+
+
 def _reporters(bucket: list[Ev]) -> dict[ProcessKey, int | None]:
     """Processes in order of their first report, with its time."""
     found: dict[ProcessKey, int | None] = {}
@@ -511,7 +529,7 @@ def _incident(fault: _Fault, finding: _Finding) -> Incident:
     root_keys = {node for node in finding.roots if isinstance(node, ProcessKey)}
     victims = [
         fault.place(key)
-        for key in _reporters([ev for ev in fault.evs if ev.cls in TIMEOUT_CLASSES])
+        for key in _reporters([ev for ev in fault.evs if ev.cls in _WAITING_CLASSES])
         if key not in root_keys
     ]
     unheard = [place for place in fault.unheard if place not in roots or not place.has_logs]
@@ -525,6 +543,12 @@ def _incident(fault: _Fault, finding: _Finding) -> Incident:
     confidence = _BASE_CONFIDENCE[finding.code] + finding.confidence_change
     confidence *= 0.9 ** len([n for n in notes if "clock" not in n])
     first_time = min((ev.time_us for ev in fault.evs if ev.time_us is not None), default=None)
+    for key in root_keys:  # the root's own first error can come before any collective line
+        error = fault.prepared.errors.get(key)
+        if error is not None and error.time_us is not None and first_time is not None:
+            window = int(fault.prepared.timeout_s(key, "notify") * 1e6)
+            if first_time - window <= error.time_us < first_time:
+                first_time = error.time_us
     recovered = any(
         fault.prepared.views.get(ProcessKey(key.host, key.pid, key.incarnation + 1)) is not None
         and fault.prepared.views[ProcessKey(key.host, key.pid, key.incarnation + 1)].resumed
@@ -547,17 +571,20 @@ def _incident(fault: _Fault, finding: _Finding) -> Incident:
 
 
 def _summary(finding: _Finding, roots: list[Place], victims: list[Place]) -> str:
-    meaning = FAULTDIAG_CODES[finding.code][1]
     waiting = f"; {len(victims)} rank{'s' if len(victims) != 1 else ''} were only waiting"
     if not victims:
         waiting = ""
     if not roots:
-        return f"No single root cause: {finding.reason} ({meaning}){waiting}"
+        return f"No single root cause: {finding.reason}{waiting}"
     names = ", ".join(place.label() for place in roots[:4])
     if len(roots) > 4:
         names += f" and {len(roots) - 4} more"
-    verb = "failed first" if len(roots) == 1 else "failed first together"
-    return f"{names} {verb}: {finding.reason}{waiting}"
+    reason = finding.reason
+    if len(roots) == 1:
+        return f"{names} failed first: {reason}{waiting}"
+    for one, many in (("it ", "they "), ("its ", "their "), ("it, ", "them, ")):
+        reason = reason.replace(one, many)
+    return f"{names} failed first together: {reason}{waiting}"
 
 
 def _evidence(fault: _Fault, finding: _Finding) -> list[Evidence]:

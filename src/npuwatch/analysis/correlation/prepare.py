@@ -83,11 +83,6 @@ class Prepared:
 
 def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
     notes: list[str] = []
-    for key, view in views.items():
-        if view.resumed and key.incarnation:
-            earlier = views.get(ProcessKey(key.host, key.pid, key.incarnation - 1))
-            if earlier is not None:
-                view.inherit(earlier)
     canonical = _fold_helpers(views)
     members = {key: view for key, view in views.items() if canonical.get(key, key) == key}
     memberships = _bind_memberships(members)

@@ -41,6 +41,8 @@ class Membership:
 
 @dataclass
 class ProcessView:
+    """One life of one process: its identity, memberships and failures, folded."""
+
     key: ProcessKey
     values: dict[str, object] = field(default_factory=dict)
     memberships: dict[str | None, Membership] = field(default_factory=dict)
@@ -52,16 +54,8 @@ class ProcessView:
     problems: list[str] = field(default_factory=list)
 
     def add_fact(self, fact: Fact) -> None:
-        self._heard(fact.time_us)
+        self.heard(fact.time_us)
         name = fact.name
-        if name == "heard":
-            return
-        if name == "resumed":
-            self.resumed = True
-            return
-        if name == "events_dropped":
-            self.dropped += int(fact.value)
-            return
         if name in ("rank", "rank_count", "root"):
             membership = self.memberships.setdefault(fact.communicator, Membership())
             if membership.joined_us is None:
@@ -94,10 +88,10 @@ class ProcessView:
         self.values[name] = fact.value
 
     def add_event(self, event: CollectiveEvent) -> None:
-        self._heard(event.time_us)
+        self.heard(event.time_us)
         self.events.append(event)
 
-    def _heard(self, time_us: int | None) -> None:
+    def heard(self, time_us: int | None) -> None:
         if time_us is None:
             return
         if self.first_us is None or time_us < self.first_us:

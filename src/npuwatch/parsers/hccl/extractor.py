@@ -36,7 +36,10 @@ from npuwatch.parsers.hccl.model import (
 from npuwatch.records import ERROR_LEVELS, Record
 
 DEFAULT_EVENTS_PER_PROCESS = 64
-"""Distinct failure events kept per process incarnation; more are counted, not kept."""
+"""Distinct failure events kept per process; more are counted, not kept."""
+SAME_FAILURE_US = 600_000_000
+"""The same failure again within this time is counted on the event already kept; later, it is
+an event of its own (it may belong to another life of the process: a restart, a recovery)."""
 _EVIDENCE_CHARS = 400
 _EVIDENCE_PER_EVENT = 6
 _TID = re.compile(r"\[[^\]]*\]\s*\[(\d+)\]")
@@ -48,15 +51,16 @@ _CQE_LOGGERS = frozenset({"ROCE", "HCCP", "HCCPSRV"})
 @dataclass
 class _ProcessState:
     key: ProcessKey
-    env_seen: set[str] = default(default_factory=set)
     key_info_communicator: str | None = None
     init_communicator: str | None = None
     pending_root: bool = False
-    first_error_seen: bool = False
+    errors_at: list[int] = default(default_factory=list)
+    """Times of the ERROR records sent as `error` events: the first of each burst."""
     blocks: dict[int, CollectiveEvent] = default(default_factory=dict)
     rootinfo: CollectiveEvent | None = None
     aicpu_waiting: CollectiveEvent | None = None
     kept: dict[tuple[Any, ...], CollectiveEvent] = default(default_factory=dict)
+    emitted: int = 0
     dropped: int = 0
 
 
@@ -93,10 +97,10 @@ class CollectiveExtractor:
                 last = (state, record.timestamp_us)
             text = record.text
             where = _Where(lines, position)
-            if logger in _HCCL_LOGGERS:
-                self._hccl(state, record, text, level in ERROR_LEVELS, where)
-            elif kind in _DEVICE_KINDS:
+            if kind in _DEVICE_KINDS:  # AI-CPU lines of the process, written on the device
                 self._device(state, record, text, where)
+            elif logger in _HCCL_LOGGERS:
+                self._hccl(state, record, text, level in ERROR_LEVELS, where)
             if level in ERROR_LEVELS:
                 self._error(state, record, text, logger, where)
         if last is not None:
@@ -160,10 +164,7 @@ class CollectiveExtractor:
     def _environment(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
         match = HCCL_ENV_VARIABLE.search(text)
         if match is not None:
-            variable = match[1]
-            if variable in state.env_seen:
-                self._restart(state, record, where)
-            state.env_seen.add(variable)
+            self._fact(state, "hccl_env", match[1], record, where)
         for name, value, _ in timeouts(text):
             self._fact(state, name, value, record, where)
 
@@ -262,13 +263,20 @@ class CollectiveExtractor:
     def _error(
         self, state: _ProcessState, record: Record, text: str, logger: str | None, where: _Where
     ) -> None:
-        if state.first_error_seen:
+        """The first ERROR of each burst: the correlator takes the first of each life."""
+        time_us = record.timestamp_us
+        if time_us is None:
+            if state.errors_at:
+                return
+        elif any(abs(time_us - seen) < SAME_FAILURE_US for seen in state.errors_at):
             return
-        state.first_error_seen = True
+        if len(state.errors_at) >= self._cap:
+            return
+        state.errors_at.append(time_us if time_us is not None else 0)
         event = CollectiveEvent(
             "error",
             state.key,
-            record.timestamp_us,
+            time_us,
             module=logger,
             codes=tuple(record.error_codes),
             evidence=[where.evidence(record)],
@@ -344,13 +352,16 @@ class CollectiveExtractor:
             event.remote_device,
         )
         kept = state.kept.get(key)
-        if kept is not None:
+        if kept is not None and _close_in_time(kept, event):
             kept.count += 1
+            if event.time_us is not None:
+                kept.last_us = max(kept.last_us or event.time_us, event.time_us)
             return
-        if len(state.kept) >= self._cap:
+        if state.emitted >= self._cap:
             state.dropped += 1
             return
         state.kept[key] = event
+        state.emitted += 1
         self._out.append(event)
 
     def _close_all(self, state: _ProcessState) -> None:
@@ -364,7 +375,7 @@ class CollectiveExtractor:
             self._emit(state, state.aicpu_waiting)
             state.aicpu_waiting = None
 
-    # -- facts and lives ----------------------------------------------------------------------
+    # -- facts -------------------------------------------------------------------------------
 
     def _fact(
         self,
@@ -380,24 +391,10 @@ class CollectiveExtractor:
             Fact(state.key, name, value, record.timestamp_us, communicator, evidence)  # type: ignore[arg-type]
         )
 
-    def _restart(self, state: _ProcessState, record: Record, where: _Where) -> None:
-        """HCCL initialised again inside the pid: a new life that knows nothing of the old."""
-        self._close_all(state)
-        old = state.key
-        fresh = _ProcessState(ProcessKey(old.host, old.pid, old.incarnation + 1))
-        state.__dict__.update(fresh.__dict__)
-        if record.process_name:
-            self._fact(state, "process_name", record.process_name, record, None)
-
     def _resume(self, state: _ProcessState, record: Record, where: _Where) -> None:
         """A recovery: the failures before it are over; the identity carries on."""
         self._close_all(state)
-        old = state.key
-        fresh = _ProcessState(ProcessKey(old.host, old.pid, old.incarnation + 1))
-        fresh.env_seen = state.env_seen
-        fresh.init_communicator = state.init_communicator
-        state.__dict__.update(fresh.__dict__)
-        self._fact(state, "resumed", old.incarnation, record, where)
+        self._fact(state, "resumed", True, record, where)
 
 
 class _Lines:
@@ -433,6 +430,13 @@ class _Where:
         line = self._lines.of(self._position)
         text = record.original.split("\n", 1)[0][:_EVIDENCE_CHARS]
         return Evidence(source.path if source else None, line, text, record.timestamp_us)
+
+
+def _close_in_time(kept: CollectiveEvent, event: CollectiveEvent) -> bool:
+    if kept.time_us is None or event.time_us is None:
+        return True
+    latest = kept.last_us if kept.last_us is not None else kept.time_us
+    return kept.time_us - SAME_FAILURE_US <= event.time_us <= latest + SAME_FAILURE_US
 
 
 def _add_evidence(event: CollectiveEvent, record: Record, where: _Where) -> None:

@@ -23,7 +23,11 @@ _LINK_ROW = re.compile(
 _REMOTE_RANK = re.compile(r"remote ?rank(?:id)?\s*:?\s*\[\s*(\w+)\s*\]", re.IGNORECASE)
 _TIMEOUT = re.compile(r"timeout\s*[\[:]\s*(\d+(?:\.\d+)?)\s*s?", re.IGNORECASE)
 _AGENT_ID = re.compile(r"\[(\d{1,16})\]")
-_CQE = re.compile(r"cqe\s+(?:err(?:or)?\s+)?status\s*\[?\s*(\d+)", re.IGNORECASE)
+_CQE = re.compile(
+    r"cqe(?:\(\d+\))?[^|\[]{0,40}?status\s*[\[:]?\s*(0x[0-9a-fA-F]+|\d+)", re.IGNORECASE
+)
+"""`cqe error status[12]`, `cqe err status[12]` (HCCL), `error cqe status: 0x15`, `CQE status[12]`,
+`dump_err_cqe(730) : CQ(0x3f) status 12` (ROCE and HCCP in device logs)."""
 _TASK_BASE = "Task run failed, base information is"
 
 

@@ -13,9 +13,11 @@ from typing import Literal
 
 @dataclass(frozen=True, order=True)
 class ProcessKey:
-    """One incarnation of one process: a pid on a host, counted up at each restart inside the
-    pid (a second `[HCCL_ENV]` block) and at each recovery (`HcclCommResume:success`), so that
-    facts and failures of an earlier life are never mixed with the current one."""
+    """A pid on a host, and which life of it: the extractor says only host and pid (it cannot
+    know the lives, since a process's files come in any order); the correlator cuts each
+    process into lives at the times of its restarts (a second `[HCCL_ENV]` block) and
+    recoveries (`HcclCommResume:success`), so that facts and failures of an earlier life are
+    never mixed with the current one."""
 
     host: str
     pid: int
@@ -58,10 +60,12 @@ FactName = Literal[
     "resumed",
     "heard",
     "events_dropped",
+    "hccl_env",
 ]
 """Process facts (device ids, addresses, timeouts, TLS) and communicator facts (`rank`,
-`rank_count`, `root`: the process hosts the communicator's root rank). `resumed` starts a new
-incarnation that keeps the identity of the one before (a recovery, not a restart). `heard` is
+`rank_count`, `root`: the process hosts the communicator's root rank). `resumed` (a recovery)
+starts a new life that keeps the identity of the one before; `hccl_env` is the time a variable
+of the `[HCCL_ENV]` block was printed (once per life: the second time is a restart). `heard` is
 the time of a record: how long the process kept writing. `events_dropped` counts failure
 events past the per-process cap (their count is kept, their details are not)."""
 
@@ -130,7 +134,8 @@ class CollectiveEvent:
     timeout_s: float | None = None
     """The timeout the line itself says fired (`timeout[120 s]`)."""
     count: int = 1
-    """Lines that said the same (the same peer, tag and op): kept once, counted."""
+    """Lines that said the same (the same peer, tag and op) within minutes: kept once, counted."""
+    last_us: int | None = None
     evidence: list[Evidence] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """What was odd about the lines (a truncated block, an absurd value): lowers confidence."""
