@@ -52,14 +52,14 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
         )
     add(f"  time span: {span}")
     add("")
+    if result.incidents:  # which device failed first comes before everything else
+        out.extend(render_incidents(result.incidents, zone, palette, result.root))
     add(palette.bold("Levels") + "   " + _counts(result.levels, palette, levels=True))
     add(palette.bold("Modules") + "  " + _counts(result.modules, palette, limit=_TOP_MODULES))
     add(palette.bold("Kinds") + "    " + _counts(result.kinds, palette))
     if result.flags:
         add(palette.bold("Flags") + "    " + _counts(result.flags, palette))
     add("")
-    if result.incidents:
-        out.extend(render_incidents(result.incidents, zone, palette, result.root))
     first_failure = result.first_failure() if result.rules_applied else None
     if first_failure is not None:
         add(_verdict_line(first_failure, zone, palette))

@@ -534,10 +534,16 @@ def _incident(fault: _Fault, finding: _Finding) -> Incident:
     ]
     unheard = [place for place in fault.unheard if place not in roots or not place.has_logs]
     notes = [*fault.prepared.notes, *dict.fromkeys(fault.notes)]
+    if fault.communicator is not None and fault.communicator not in fault.directory.communicators:
+        notes.append(
+            f"no process in these logs joined {fault.communicator}: its ranks and devices are "
+            "not known"
+        )
     notes += fault.prepared.directory.problems[:10]
     for ev in fault.evs:
         notes += ev.event.problems
-    for key in {ev.process for ev in fault.evs}:
+    members, _ = fault.members(fault.communicator)
+    for key in sorted({ev.process for ev in fault.evs} | set(members.values())):
         notes += fault.prepared.views[key].problems
     notes = list(dict.fromkeys(notes))
     confidence = _BASE_CONFIDENCE[finding.code] + finding.confidence_change

@@ -366,6 +366,12 @@ class CollectiveExtractor:
 
     def _close_all(self, state: _ProcessState) -> None:
         for event in state.blocks.values():
+            if len(event.evidence) == 1 and event.kind == "notify":
+                event.problems.append(
+                    f"the task-exception block of pid {state.key.pid} at "
+                    f"{event.evidence[0].file}:{event.evidence[0].line} ends after its first "
+                    "line (no para or groupRank line): its peer is not known"
+                )
             self._emit(state, event)
         state.blocks.clear()
         if state.rootinfo is not None:

@@ -187,6 +187,8 @@ def cluster_exception(text: str) -> Fields | None:
     rest = text[index:]
     match = re.search(r"\]:\s*\[([^\]]*)\]", rest)
     server, device = server_and_device(match[1] if match else None)
+    if server is None:
+        return None  # a cut line: it names no place
     return {
         "kind": "cluster_exception",
         "remote_server": address(server) or server,
