@@ -1,0 +1,182 @@
+"""The timeout classes: link setup (socket), execution (notify, FFTS+) and root-info init.
+
+Each follows CORRELATION.md §1.6 step 4, with the timeouts the processes logged and the
+communicator's rank count: a rank that never reported is found even when its logs are missing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from npuwatch.analysis.correlation.fault import (
+    Fault,
+    Finding,
+    chain_to,
+    op_of,
+    reporters,
+    spread_s,
+    waits_on,
+)
+from npuwatch.analysis.correlation.graph import Node, WaitGraph, reverse_chain, walk
+from npuwatch.analysis.correlation.incident import Place
+from npuwatch.analysis.correlation.prepare import LINK_SETUP_EXTRA_S, Ev
+from npuwatch.parsers.hccl.model import ProcessKey
+
+
+def timeout_finding(fault: Fault) -> Finding | None:
+    first = fault.first_timeout
+    if first is None:
+        return None
+    bucket = [
+        ev for ev in fault.evs if ev.cls == first.cls and ev.communicator == first.communicator
+    ]
+    if first.cls == "socket":
+        return _socket(fault, bucket)
+    if first.cls == "notify":
+        return _notify(fault, bucket)
+    return _rootinfo(fault, bucket)
+
+
+def _socket(fault: Fault, bucket: list[Ev]) -> Finding:
+    communicator = bucket[0].communicator
+    with_logs, without = fault.members(communicator)
+    reported = reporters(bucket)
+    tls = {key: fault.prepared.views[key].values.get("tls") for key in with_logs.values()}
+    states = Counter(value for value in tls.values() if isinstance(value, bool))
+    if len(states) == 2:
+        minority = min(states, key=lambda state: (states[state], state))
+        roots: list[Node] = [key for key, value in tls.items() if value == minority]
+        return Finding(120, roots, [], "its TLS switch differs from the other devices'")
+    spread = spread_s(reported)
+    limit = fault.prepared.timeout_s(bucket[0].process, "socket")
+    if not without and len(reported) == len(with_logs) > 1 and spread > limit + LINK_SETUP_EXTRA_S:
+        last = list(reported)[-1]
+        return Finding(
+            107,
+            [last],
+            [],
+            f"it reported {spread:,.0f} s after the first, more than the "
+            f"{limit:,.0f} s HCCL_CONNECT_TIMEOUT: it reached link setup late",
+        )
+    graph = fault.graph(bucket)
+    found = walk(graph, bucket[0].process)
+    if found.cycle:
+        return Finding(108, found.roots, found.chain, "the ranks wait for each other (a cycle)")
+    reason = "the waiting chain of link setup ends at it"
+    change = 0.0
+    end = found.roots[0]
+    if isinstance(end, Place):
+        reason += "; it left no logs in this collection"
+        change = -0.2
+    elif end in reported:
+        reason += ", and it names no peer"
+        change = -0.2
+    return Finding(108, found.roots, found.chain, reason, change)
+
+
+def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
+    communicator = bucket[0].communicator
+    with_logs, without = fault.members(communicator)
+    reported = reporters(bucket)
+    silent: list[Node] = [key for key in with_logs.values() if key not in reported]
+    silent += [fault.missing_place(communicator, rank) for rank in without]
+    graph = fault.graph(bucket)
+    if silent and (with_logs or without):
+        named = waits_on(fault, graph)
+        pointed = [node for node in silent if named.get(node)]
+        roots = pointed or silent
+        reason = "ranks timed out waiting for it, and it reported no timeout"
+        if all(isinstance(node, Place) for node in roots):
+            reason = "ranks timed out waiting for it; it left no logs in this collection"
+        return Finding(112, roots, chain_to(fault, roots[0], graph), reason)
+    spread = spread_s(reported)
+    limit = fault.prepared.timeout_s(bucket[0].process, "notify")
+    if len(reported) > 1 and spread > limit:
+        last = list(reported)[-1]
+        return Finding(
+            110,
+            [last],
+            [],
+            f"it reported {spread:,.0f} s after the first, more than the "
+            f"{limit:,.0f} s HCCL_EXEC_TIMEOUT its processes logged: it arrived late",
+        )
+    indexes = {ev.process: ev.event.op_index for ev in bucket if ev.event.op_index is not None}
+    if len(set(indexes.values())) > 1:
+        smallest = min(indexes.values())
+        roots = [key for key, index in indexes.items() if index == smallest]
+        return Finding(122, roots, [], f"it stopped at op index {smallest}, behind the others")
+    tags: dict[str, list[ProcessKey]] = {}
+    for ev in bucket:
+        if ev.event.tag:
+            members = tags.setdefault(ev.event.tag, [])
+            if ev.process not in members:
+                members.append(ev.process)
+    if len(tags) > 1:
+        rarest = min(tags, key=lambda tag: (len(tags[tag]), tag))
+        usual = max(tags, key=lambda tag: (len(tags[tag]), tag))
+        return Finding(
+            123,
+            list(tags[rarest]),
+            [],
+            f"it timed out in {op_of(rarest)} while {len(tags[usual])} others were in "
+            f"{op_of(usual)}: the call order diverged",
+        )
+    return _notify_walk(fault, graph, bucket)
+
+
+def _notify_walk(fault: Fault, graph: WaitGraph, bucket: list[Ev]) -> Finding:
+    degree = graph.in_degree()
+    own = [key for key in graph.waits_on_itself if degree.get(key)]
+    if own:
+        chain = reverse_chain(graph, own[0])
+        return Finding(125, list(own), chain, "it waited on its own stream; the others on it")
+    crowded = sorted((node for node in degree if degree[node] > 1), key=lambda n: -degree[n])
+    if crowded:
+        found = walk(graph, crowded[0])
+    elif graph.edges and all(len(targets) == 1 for targets in graph.edges.values()):
+        found = walk(graph, bucket[0].process)
+    else:
+        return Finding(111, [], [], "the ranks' waits do not point at one rank")
+    if found.cycle:
+        cycle = ", ".join(fault.place(node).label() for node in found.roots)
+        return Finding(
+            124,
+            [],
+            found.chain,
+            f"{cycle} wait on each other in a cycle (a deadlock in the "
+            "operator order; their Entry- sequences diverge)",
+        )
+    end = found.roots[0]
+    if isinstance(end, Place):
+        return Finding(112, [end], found.chain, "the waits end at a rank without logs")
+    return Finding(111, [end], found.chain, "the waits end at it, but it names no peer", -0.1)
+
+
+def _rootinfo(fault: Fault, bucket: list[Ev]) -> Finding:
+    communicator = bucket[0].communicator
+    with_logs, without = fault.members(communicator)
+    reported = reporters(bucket)
+    found = fault.directory.communicators.get(communicator or "")
+    root = found.root if found is not None else None
+    connected = next(
+        (ev.event.connected_ranks for ev in bucket if ev.event.connected_ranks is not None), None
+    )
+    if connected is not None:
+        never = [rank for rank in without if rank not in connected]
+        if never:
+            roots: list[Node] = [fault.missing_place(communicator, rank) for rank in never]
+            return Finding(121, roots, [], "it never connected to the root and left no logs")
+    if root is not None and root not in reported:
+        return Finding(
+            118, [root], chain_to(fault, root), "it holds the root rank, and it never answered"
+        )
+    silent: list[Node] = [key for key in with_logs.values() if key not in reported]
+    if silent:
+        return Finding(119, silent, [], "it never reported, while the others timed out joining")
+    spread = spread_s(reported)
+    limit = fault.prepared.timeout_s(bucket[0].process, "rootinfo")
+    if len(reported) > 1 and spread > limit + LINK_SETUP_EXTRA_S:
+        return Finding(117, [list(reported)[-1]], [], f"it started {spread:,.0f} s late")
+    if root is not None:
+        return Finding(118, [root], [], "it holds the root rank the others could not reach")
+    return Finding(118, [], [], "the root rank's logs are not in this collection", -0.3)
