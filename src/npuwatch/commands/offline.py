@@ -22,9 +22,14 @@ examples:
   npuwatch scan /data/job42/ascend/log
   npuwatch scan ./asys_output --json | jq '.error_codes[] | {code, count, first}'
   npuwatch scan /data/job42          # job42/host-a/, job42/worker-1/ ...: a collection
+  npuwatch scan /data/job42 --json | jq '.incidents[0] | {summary, root_cause}'
 
 A folder whose sub-folders are none of CANN's own (debug, run, plog, device-N, process_log ...)
 is a collection: each sub-folder is a host, and its name is the host.name of its records.
+
+When a collective failed, the report opens with its incidents: the device that failed first
+(host, device, rank, communicator), why, the chain of ranks waiting for it, the victims by host,
+the evidence lines and the MindCluster FaultDiag code of the same decision.
 
 exit status: 0 no error records, 1 error records found, 2 bad usage or unreadable input.
 """
@@ -49,9 +54,10 @@ def add_offline_commands(commands: Any) -> None:
     scan = commands.add_parser(
         "scan",
         help="summarise a whole log tree after a failure",
-        description="Walk a CANN log tree, parse every file, and report counts by level, "
-        "module and log kind, every error code with where and when it was seen, and the first "
-        "ERROR of each process with the lines before it.",
+        description="Walk a CANN log tree (or a collection of hosts), parse every file, and "
+        "report which device failed first in a collective failure and who was only waiting, "
+        "counts by level, module and log kind, every error code with where and when it was "
+        "seen, and the first ERROR of each process with the lines before it.",
         epilog=_EXAMPLES_SCAN,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
