@@ -10,58 +10,39 @@ records, never files: `scan` feeds it from a tree, the agent from its tail.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from dataclasses import field as default
-from itertools import accumulate
+from collections.abc import Iterable, Sequence
+from itertools import compress, count
+from operator import attrgetter, or_
 from typing import Any
 
 from npuwatch.parsers.hccl import failures
 from npuwatch.parsers.hccl.fields import field
 from npuwatch.parsers.hccl.identity import (
     HCCL_ENV_VARIABLE,
-    IDENTITY_KEYS,
     identity,
+    mentions_identity,
     timeouts,
     tls_state,
 )
 from npuwatch.parsers.hccl.model import (
     COMMUNICATOR_FACTS,
     CollectiveEvent,
-    Evidence,
     Extracted,
     Fact,
     ProcessKey,
 )
+from npuwatch.parsers.hccl.process_state import SAME_FAILURE_US, ProcessState
+from npuwatch.parsers.hccl.where import Lines, Where, add_evidence
 from npuwatch.records import ERROR_LEVELS, Record
 
 DEFAULT_EVENTS_PER_PROCESS = 64
 """Distinct failure events kept per process; more are counted, not kept."""
-SAME_FAILURE_US = 600_000_000
-"""The same failure again within this time is counted on the event already kept; later, it is
-an event of its own (it may belong to another life of the process: a restart, a recovery)."""
-_EVIDENCE_CHARS = 400
-_EVIDENCE_PER_EVENT = 6
 _TID = re.compile(r"\[[^\]]*\]\s*\[(\d+)\]")
 _HCCL_LOGGERS = frozenset({"HCCL", "HCCL_OPS", "HCOMM"})
 _DEVICE_KINDS = frozenset({"device", "device-app"})
 _CQE_LOGGERS = frozenset({"ROCE", "HCCP", "HCCPSRV"})
-
-
-@dataclass
-class _ProcessState:
-    key: ProcessKey
-    key_info_communicator: str | None = None
-    init_communicator: str | None = None
-    pending_root: bool = False
-    errors_at: list[int] = default(default_factory=list)
-    """Times of the ERROR records sent as `error` events: the first of each burst."""
-    blocks: dict[int, CollectiveEvent] = default(default_factory=dict)
-    rootinfo: CollectiveEvent | None = None
-    aicpu_waiting: CollectiveEvent | None = None
-    kept: dict[tuple[Any, ...], CollectiveEvent] = default(default_factory=dict)
-    emitted: int = 0
-    dropped: int = 0
+_LOGGER = attrgetter("logger")
+_LEVEL = attrgetter("level")
 
 
 class CollectiveExtractor:
@@ -69,43 +50,48 @@ class CollectiveExtractor:
 
     def __init__(self, events_per_process: int = DEFAULT_EVENTS_PER_PROCESS) -> None:
         self._cap = events_per_process
-        self._processes: dict[tuple[str, int], _ProcessState] = {}
+        self._processes: dict[tuple[str, int], ProcessState] = {}
         self._out: list[Extracted] = []
 
-    def feed(self, records: Sequence[Record], first_line: int | None = None) -> list[Extracted]:
+    def feed(
+        self, records: Sequence[Record], first_line: int | None = None
+    ) -> list[Extracted]:
         """Facts and the events completed by these consecutive records of one stream;
         `first_line` is the line number of the first record (for evidence)."""
         out: list[Extracted] = []
         self._out = out
-        last: tuple[_ProcessState, int] | None = None
-        lines = _Lines(records, first_line)
-        for position, record in enumerate(records):
-            logger = record.logger
-            level = record.level
-            source = record.source
-            kind = source.kind if source is not None else "other"
-            if (
-                logger not in _HCCL_LOGGERS
-                and level not in ERROR_LEVELS
-                and kind not in _DEVICE_KINDS
-            ):
-                continue
+        if not records:
+            return out
+        source = records[0].source
+        on_device = source is not None and source.kind in _DEVICE_KINDS
+        lines = Lines(records, first_line)
+        if on_device:  # device logs are small, and AI-CPU lines come from any module
+            positions: Iterable[int] = range(len(records))
+        else:  # only HCCL's lines and ERRORs are read; the others are passed over in C
+            hccl = map(_HCCL_LOGGERS.__contains__, map(_LOGGER, records))
+            errors = map(ERROR_LEVELS.__contains__, map(_LEVEL, records))
+            positions = compress(count(), map(or_, hccl, errors))
+        for position in positions:
+            record = records[position]
             state = self._state(record)
             if state is None:
                 continue
-            if record.timestamp_us is not None:
-                last = (state, record.timestamp_us)
             text = record.text
-            where = _Where(lines, position)
-            if kind in _DEVICE_KINDS:  # AI-CPU lines of the process, written on the device
+            where = Where(lines, position)
+            level = record.level
+            if on_device:
                 self._device(state, record, text, where)
-            elif logger in _HCCL_LOGGERS:
+            elif record.logger in _HCCL_LOGGERS:
                 self._hccl(state, record, text, level in ERROR_LEVELS, where)
             if level in ERROR_LEVELS:
-                self._error(state, record, text, logger, where)
-        if last is not None:
-            state, time_us = last
-            out.append(Fact(state.key, "heard", time_us, time_us))
+                self._error(state, record, text, record.logger, where)
+        last = records[-1]
+        if last.timestamp_us is not None:
+            state = self._state(last)
+            if state is not None:
+                out.append(
+                    Fact(state.key, "heard", last.timestamp_us, last.timestamp_us)
+                )
         self._out = []
         return out
 
@@ -122,7 +108,7 @@ class CollectiveExtractor:
 
     # -- per record ---------------------------------------------------------------------------
 
-    def _state(self, record: Record) -> _ProcessState | None:
+    def _state(self, record: Record) -> ProcessState | None:
         source = record.source
         host = (source.host if source is not None else None) or ""
         pid = record.pid
@@ -132,43 +118,60 @@ class CollectiveExtractor:
             return None
         state = self._processes.get((host, pid))
         if state is None:
-            state = self._processes[(host, pid)] = _ProcessState(ProcessKey(host, pid))
+            state = self._processes[(host, pid)] = ProcessState(ProcessKey(host, pid))
             if record.process_name:
                 self._fact(state, "process_name", record.process_name, record, None)
-            if source is not None and source.kind in _DEVICE_KINDS and source.device is not None:
+            if (
+                source is not None
+                and source.kind in _DEVICE_KINDS
+                and source.device is not None
+            ):
                 self._fact(state, "phy_device", source.device, record, None)
         return state
 
     def _hccl(
-        self, state: _ProcessState, record: Record, text: str, is_error: bool, where: _Where
+        self,
+        state: ProcessState,
+        record: Record,
+        text: str,
+        is_error: bool,
+        where: Where,
     ) -> None:
         if "[HCCL_ENV]" in text:
             self._environment(state, record, text, where)
-        elif "HcclCommResume:success" in text or ("HcclCommResume V" in text and "success" in text):
+        elif "HcclCommResume:success" in text or (
+            "HcclCommResume V" in text and "success" in text
+        ):
             self._resume(state, record, where)
             return
-        if any(key in text for key in IDENTITY_KEYS):
+        if mentions_identity(text):
             self._identity(state, record, text, where)
         ranks = failures.connected_ranks(text)
         if ranks is not None:
-            event = state.rootinfo or self._open_rootinfo(state, record, {"root_side": True}, where)
+            event = state.rootinfo or self._open_rootinfo(
+                state, record, {"root_side": True}, where
+            )
             event.connected_ranks = (event.connected_ranks or ()) + ranks
             event.root_side = True
-            _add_evidence(event, record, where)
+            add_evidence(event, record, where)
             return
         if state.rootinfo is not None and "identifier[" in text:
             self._close_rootinfo(state, text)
         if is_error or "Cluster Exception Location" in text:
             self._failure(state, record, text, where)
 
-    def _environment(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+    def _environment(
+        self, state: ProcessState, record: Record, text: str, where: Where
+    ) -> None:
         match = HCCL_ENV_VARIABLE.search(text)
         if match is not None:
             self._fact(state, "hccl_env", match[1], record, where)
         for name, value, _ in timeouts(text):
             self._fact(state, name, value, record, where)
 
-    def _identity(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+    def _identity(
+        self, state: ProcessState, record: Record, text: str, where: Where
+    ) -> None:
         for name, value, _ in timeouts(text) if "timeOut[" in text else []:
             self._fact(state, name, value, record, where)
         said = identity(text)
@@ -191,7 +194,9 @@ class CollectiveExtractor:
                 continue
             self._fact(state, name, value, record, where, communicator)
 
-    def _failure(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+    def _failure(
+        self, state: ProcessState, record: Record, text: str, where: Where
+    ) -> None:
         tid = _thread(record, text)
         base = failures.task_base(text)
         if base is not None:
@@ -203,7 +208,9 @@ class CollectiveExtractor:
             return
         block = state.blocks.get(tid)
         if block is not None and (
-            "Task run failed" in text or "remote rank" in text or "report error_message" in text
+            "Task run failed" in text
+            or "remote rank" in text
+            or "report error_message" in text
         ):
             self._detail(block, failures.task_detail(text) or {}, record, where)
             return
@@ -224,24 +231,28 @@ class CollectiveExtractor:
                 self._open_rootinfo(state, record, root_read, where)
             else:
                 opened.root_side = opened.root_side or bool(root_read.get("root_side"))
-                _add_evidence(opened, record, where)
+                add_evidence(opened, record, where)
             return
         if "FFTS+ run failed" in text:
             self._single(state, record, {"kind": "ffts"}, where)
-        elif "Task run failed" in text and ("remoteRank[" in text or "remote rank" in text):
+        elif "Task run failed" in text and (
+            "remoteRank[" in text or "remote rank" in text
+        ):
             # one-line task failures of older releases: `Task run failed, tag[..], remoteRank[n]`
             event = self._event(state, record, "notify", where, tag=None)
             self._detail(event, failures.task_detail(text) or {}, record, where)
             self._emit(state, event)
 
-    def _device(self, state: _ProcessState, record: Record, text: str, where: _Where) -> None:
+    def _device(
+        self, state: ProcessState, record: Record, text: str, where: Where
+    ) -> None:
         waiting = state.aicpu_waiting
         if waiting is not None:
             state.aicpu_waiting = None
             group = failures.group_of(text)
             if group:
                 waiting.communicator = group
-                _add_evidence(waiting, record, where)
+                add_evidence(waiting, record, where)
             self._emit(state, waiting)
         tls = tls_state(text) if "TLS SWITCH" in text else None
         if tls is not None:
@@ -261,7 +272,12 @@ class CollectiveExtractor:
                 self._single(state, record, cqe, where)
 
     def _error(
-        self, state: _ProcessState, record: Record, text: str, logger: str | None, where: _Where
+        self,
+        state: ProcessState,
+        record: Record,
+        text: str,
+        logger: str | None,
+        where: Where,
     ) -> None:
         """The first ERROR of each burst: the correlator takes the first of each life."""
         time_us = record.timestamp_us
@@ -286,7 +302,12 @@ class CollectiveExtractor:
     # -- events -------------------------------------------------------------------------------
 
     def _event(
-        self, state: _ProcessState, record: Record, kind: str, where: _Where, tag: str | None
+        self,
+        state: ProcessState,
+        record: Record,
+        kind: str,
+        where: Where,
+        tag: str | None,
     ) -> CollectiveEvent:
         event = CollectiveEvent(kind, state.key, record.timestamp_us, tag=tag)  # type: ignore[arg-type]
         event.module = record.logger
@@ -295,7 +316,7 @@ class CollectiveExtractor:
         return event
 
     def _single(
-        self, state: _ProcessState, record: Record, read: dict[str, Any], where: _Where
+        self, state: ProcessState, record: Record, read: dict[str, Any], where: Where
     ) -> None:
         event = self._event(state, record, read["kind"], where, tag=read.get("tag"))
         for name, value in read.items():
@@ -304,9 +325,15 @@ class CollectiveExtractor:
         self._emit(state, event)
 
     def _detail(
-        self, event: CollectiveEvent, read: dict[str, Any], record: Record, where: _Where
+        self, event: CollectiveEvent, read: dict[str, Any], record: Record, where: Where
     ) -> None:
-        for name in ("remote_rank", "remote_local", "communicator", "op_index", "timeout_s"):
+        for name in (
+            "remote_rank",
+            "remote_local",
+            "communicator",
+            "op_index",
+            "timeout_s",
+        ):
             value = read.get(name)
             if value is not None and getattr(event, name) in (None, False):
                 setattr(event, name, value)
@@ -317,10 +344,10 @@ class CollectiveExtractor:
         for code in record.error_codes:
             if code not in event.codes:
                 event.codes = (*event.codes, code)
-        _add_evidence(event, record, where)
+        add_evidence(event, record, where)
 
     def _open_rootinfo(
-        self, state: _ProcessState, record: Record, read: dict[str, Any], where: _Where
+        self, state: ProcessState, record: Record, read: dict[str, Any], where: Where
     ) -> CollectiveEvent:
         event = self._event(state, record, "rootinfo", where, tag=None)
         event.root_side = bool(read.get("root_side"))
@@ -329,7 +356,7 @@ class CollectiveExtractor:
         state.rootinfo = event
         return event
 
-    def _close_rootinfo(self, state: _ProcessState, text: str) -> None:
+    def _close_rootinfo(self, state: ProcessState, text: str) -> None:
         event = state.rootinfo
         state.rootinfo = None
         if event is None:
@@ -339,57 +366,23 @@ class CollectiveExtractor:
             event.communicator = named
         self._emit(state, event)
 
-    def _emit(self, state: _ProcessState, event: CollectiveEvent) -> None:
-        key = (
-            event.kind,
-            event.communicator,
-            event.tag,
-            event.op_index,
-            event.remote_rank,
-            event.remote_local,
-            event.remote_ip,
-            event.remote_server,
-            event.remote_device,
-        )
-        kept = state.kept.get(key)
-        if kept is not None and _close_in_time(kept, event):
-            kept.count += 1
-            if event.time_us is not None:
-                kept.last_us = max(kept.last_us or event.time_us, event.time_us)
-            return
-        if state.emitted >= self._cap:
-            state.dropped += 1
-            return
-        state.kept[key] = event
-        state.emitted += 1
-        self._out.append(event)
+    def _emit(self, state: ProcessState, event: CollectiveEvent) -> None:
+        if state.keep(event, self._cap):
+            self._out.append(event)
 
-    def _close_all(self, state: _ProcessState) -> None:
-        for event in state.blocks.values():
-            if len(event.evidence) == 1 and event.kind == "notify":
-                event.problems.append(
-                    f"the task-exception block of pid {state.key.pid} at "
-                    f"{event.evidence[0].file}:{event.evidence[0].line} ends after its first "
-                    "line (no para or groupRank line): its peer is not known"
-                )
+    def _close_all(self, state: ProcessState) -> None:
+        for event in state.close_blocks():
             self._emit(state, event)
-        state.blocks.clear()
-        if state.rootinfo is not None:
-            self._emit(state, state.rootinfo)
-            state.rootinfo = None
-        if state.aicpu_waiting is not None:
-            self._emit(state, state.aicpu_waiting)
-            state.aicpu_waiting = None
 
     # -- facts -------------------------------------------------------------------------------
 
     def _fact(
         self,
-        state: _ProcessState,
+        state: ProcessState,
         name: str,
-        value: str | int | float | bool,
+        value: str | float | bool,
         record: Record,
-        where: _Where | None,
+        where: Where | None,
         communicator: str | None = None,
     ) -> None:
         evidence = where.evidence(record) if where is not None else None
@@ -397,57 +390,10 @@ class CollectiveExtractor:
             Fact(state.key, name, value, record.timestamp_us, communicator, evidence)  # type: ignore[arg-type]
         )
 
-    def _resume(self, state: _ProcessState, record: Record, where: _Where) -> None:
+    def _resume(self, state: ProcessState, record: Record, where: Where) -> None:
         """A recovery: the failures before it are over; the identity carries on."""
         self._close_all(state)
         self._fact(state, "resumed", True, record, where)
-
-
-class _Lines:
-    """The line number of each record of a batch, summed once when first asked."""
-
-    __slots__ = ("_first_line", "_records", "_starts")
-
-    def __init__(self, records: Sequence[Record], first_line: int | None) -> None:
-        self._records = records
-        self._first_line = first_line
-        self._starts: list[int] | None = None
-
-    def of(self, position: int) -> int | None:
-        if self._first_line is None:
-            return None
-        if self._starts is None:
-            counts = [self._first_line, *(r.line_count for r in self._records)]
-            self._starts = list(accumulate(counts))
-        return self._starts[position]
-
-
-class _Where:
-    """Where a record is: its file and line, worked out only when it becomes evidence."""
-
-    __slots__ = ("_lines", "_position")
-
-    def __init__(self, lines: _Lines, position: int) -> None:
-        self._lines = lines
-        self._position = position
-
-    def evidence(self, record: Record) -> Evidence:
-        source = record.source
-        line = self._lines.of(self._position)
-        text = record.original.split("\n", 1)[0][:_EVIDENCE_CHARS]
-        return Evidence(source.path if source else None, line, text, record.timestamp_us)
-
-
-def _close_in_time(kept: CollectiveEvent, event: CollectiveEvent) -> bool:
-    if kept.time_us is None or event.time_us is None:
-        return True
-    latest = kept.last_us if kept.last_us is not None else kept.time_us
-    return kept.time_us - SAME_FAILURE_US <= event.time_us <= latest + SAME_FAILURE_US
-
-
-def _add_evidence(event: CollectiveEvent, record: Record, where: _Where) -> None:
-    if len(event.evidence) < _EVIDENCE_PER_EVENT:
-        event.evidence.append(where.evidence(record))
 
 
 def _thread(record: Record, text: str) -> int:

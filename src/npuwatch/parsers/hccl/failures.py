@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from npuwatch.parsers.hccl.fields import IP, address, field, number, seconds, server_and_device
+from npuwatch.parsers.hccl.fields import (
+    IP,
+    address,
+    field,
+    number,
+    seconds,
+    server_and_device,
+)
 
 Fields = dict[str, Any]
 
@@ -115,7 +122,10 @@ def socket_line(text: str) -> Fields | None:
             "remote_device": device,
             "timeout_s": _seconds_after(text, "timeout:"),
         }
-    if "Wait links establish completed failed" in text or "wait socket establish timeout" in text:
+    if (
+        "Wait links establish completed failed" in text
+        or "wait socket establish timeout" in text
+    ):
         role = next((r for r in ("client", "server") if f"role is {r}" in text), None)
         timeout = seconds(field(text, "timeout"))
         return {"kind": "socket", "link_role": role, "timeout_s": timeout}
@@ -150,7 +160,11 @@ def cqe(text: str) -> Fields | None:
         return None
     read: Fields = {"kind": "cqe"}
     status = _CQE.search(text)
-    if status is None and "find cqe error" not in text and "receive a cqe error" not in text:
+    if (
+        status is None
+        and "find cqe error" not in text
+        and "receive a cqe error" not in text
+    ):
         return None
     remote = _braced(text, "remoteIP{")
     if remote is not None:
@@ -200,8 +214,15 @@ def cluster_exception(text: str) -> Fields | None:
 
 def rootinfo(text: str) -> Fields | None:
     """Root-info / topology-exchange timeouts at communicator init (H3.3)."""
-    if "topo exchange server get socket timeout" in text or "GetRankBasicInfo from" in text:
-        return {"kind": "rootinfo", "root_side": True, "timeout_s": seconds(field(text, "timeout"))}
+    if (
+        "topo exchange server get socket timeout" in text
+        or "GetRankBasicInfo from" in text
+    ):
+        return {
+            "kind": "rootinfo",
+            "root_side": True,
+            "timeout_s": seconds(field(text, "timeout")),
+        }
     if "wait topoExchangeServer" in text:
         return {"kind": "rootinfo", "root_side": True}
     if (

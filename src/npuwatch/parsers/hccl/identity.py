@@ -14,22 +14,27 @@ from npuwatch.parsers.hccl.fields import address, field, number, seconds, to_int
 Said = tuple[str, str | int | float | bool, str | None]
 """(fact name, value, communicator or None)."""
 
-IDENTITY_KEYS = (
-    "Key Info]",
-    "Entry-Hccl",
-    "SetupAgent",
-    "SetupGroupMember",
-    "hcclCommInitInfo",
-    "HcclGetRootInfo success",
-    "HcclGetRootInfoV2 success",
-    "Listen on ip",
-    "init by file success",
-    "sub commm identifier",
-    "RootInfoDetect",
-    "Env config",
-    "timeOut[",
-)
-"""A line says something about identity or timeouts only if it holds one of these."""
+
+def mentions_identity(text: str) -> bool:
+    """Whether a line can say something about identity or timeouts: one `in` test after the
+    other, cheaper than a loop or a regex over HCCL's many other INFO lines. (`Entry-Hccl`
+    alone would let in every operator's entry line of HCCL_ENTRY_LOG_ENABLE.)"""
+    return (
+        "Key Info]" in text
+        or "Entry-HcclCommInit" in text
+        or "Entry-HcclGetRootInfo" in text
+        or "SetupAgent" in text
+        or "hcclCommInitInfo" in text
+        or "HcclGetRootInfo" in text
+        or "Listen on ip" in text
+        or "SetupGroupMember" in text
+        or "init by file success" in text
+        or "sub commm identifier" in text
+        or "RootInfoDetect" in text
+        or "Env config" in text
+        or "timeOut[" in text
+    )
+
 
 _ENV = re.compile(
     r"(HCCL_CONNECT_TIMEOUT|HCCL_EXEC_TIMEOUT|HCCL_RDMA_TIMEOUT|HCCL_RDMA_RETRY_CNT)"
@@ -47,7 +52,9 @@ _ENV_CONFIG = (
     ("rdmaTimeOut", "rdma_timeout"),
     ("rdmaRetryCnt", "rdma_retry_count"),
 )
-HCCL_ENV_VARIABLE = re.compile(r"\[HCCL_ENV\](?:\[\w+\])?\s*(?:environmental variable )?(HCCL_\w+)")
+HCCL_ENV_VARIABLE = re.compile(
+    r"\[HCCL_ENV\](?:\[\w+\])?\s*(?:environmental variable )?(HCCL_\w+)"
+)
 """`[HCCL_ENV] <VAR> …`: the block is printed once per process, so a variable seen twice in one
 incarnation means the process initialised HCCL again (formats/hccl.md H4)."""
 
@@ -121,7 +128,9 @@ def identity(text: str) -> list[Said]:
     _put(said, "phy_device", _first_number(text, "phydevId", "devPhyId"), None)
     _put(said, "device_ip", address(field(text, "deviceIp")), None)
     server = field(text, "server") or field(text, "serverId")
-    if "host ip[" not in text:  # `rootinfo: host ip[]` is the root's host, not this one's
+    if (
+        "host ip[" not in text
+    ):  # `rootinfo: host ip[]` is the root's host, not this one's
         _put(said, "server_ip", address(server), None)
     if "init by file success" in text or "sub commm" in text:
         _put(said, "logic_device", number(text, "device"), None)
@@ -146,7 +155,7 @@ def _first_number(text: str, *names: str) -> int | None:
 
 
 def _put(
-    said: list[Said], name: str, value: str | int | float | bool | None, comm: str | None
+    said: list[Said], name: str, value: str | float | bool | None, comm: str | None
 ) -> None:
     if value is not None and value != "":
         said.append((name, value, comm))
