@@ -53,9 +53,7 @@ class CollectiveExtractor:
         self._processes: dict[tuple[str, int], ProcessState] = {}
         self._out: list[Extracted] = []
 
-    def feed(
-        self, records: Sequence[Record], first_line: int | None = None
-    ) -> list[Extracted]:
+    def feed(self, records: Sequence[Record], first_line: int | None = None) -> list[Extracted]:
         """Facts and the events completed by these consecutive records of one stream;
         `first_line` is the line number of the first record (for evidence)."""
         out: list[Extracted] = []
@@ -89,9 +87,7 @@ class CollectiveExtractor:
         if last.timestamp_us is not None:
             state = self._state(last)
             if state is not None:
-                out.append(
-                    Fact(state.key, "heard", last.timestamp_us, last.timestamp_us)
-                )
+                out.append(Fact(state.key, "heard", last.timestamp_us, last.timestamp_us))
         self._out = []
         return out
 
@@ -121,11 +117,7 @@ class CollectiveExtractor:
             state = self._processes[(host, pid)] = ProcessState(ProcessKey(host, pid))
             if record.process_name:
                 self._fact(state, "process_name", record.process_name, record, None)
-            if (
-                source is not None
-                and source.kind in _DEVICE_KINDS
-                and source.device is not None
-            ):
+            if source is not None and source.kind in _DEVICE_KINDS and source.device is not None:
                 self._fact(state, "phy_device", source.device, record, None)
         return state
 
@@ -139,18 +131,14 @@ class CollectiveExtractor:
     ) -> None:
         if "[HCCL_ENV]" in text:
             self._environment(state, record, text, where)
-        elif "HcclCommResume:success" in text or (
-            "HcclCommResume V" in text and "success" in text
-        ):
+        elif "HcclCommResume:success" in text or ("HcclCommResume V" in text and "success" in text):
             self._resume(state, record, where)
             return
         if mentions_identity(text):
             self._identity(state, record, text, where)
         ranks = failures.connected_ranks(text)
         if ranks is not None:
-            event = state.rootinfo or self._open_rootinfo(
-                state, record, {"root_side": True}, where
-            )
+            event = state.rootinfo or self._open_rootinfo(state, record, {"root_side": True}, where)
             event.connected_ranks = (event.connected_ranks or ()) + ranks
             event.root_side = True
             add_evidence(event, record, where)
@@ -160,18 +148,14 @@ class CollectiveExtractor:
         if is_error or "Cluster Exception Location" in text:
             self._failure(state, record, text, where)
 
-    def _environment(
-        self, state: ProcessState, record: Record, text: str, where: Where
-    ) -> None:
+    def _environment(self, state: ProcessState, record: Record, text: str, where: Where) -> None:
         match = HCCL_ENV_VARIABLE.search(text)
         if match is not None:
             self._fact(state, "hccl_env", match[1], record, where)
         for name, value, _ in timeouts(text):
             self._fact(state, name, value, record, where)
 
-    def _identity(
-        self, state: ProcessState, record: Record, text: str, where: Where
-    ) -> None:
+    def _identity(self, state: ProcessState, record: Record, text: str, where: Where) -> None:
         for name, value, _ in timeouts(text) if "timeOut[" in text else []:
             self._fact(state, name, value, record, where)
         said = identity(text)
@@ -194,9 +178,7 @@ class CollectiveExtractor:
                 continue
             self._fact(state, name, value, record, where, communicator)
 
-    def _failure(
-        self, state: ProcessState, record: Record, text: str, where: Where
-    ) -> None:
+    def _failure(self, state: ProcessState, record: Record, text: str, where: Where) -> None:
         tid = _thread(record, text)
         base = failures.task_base(text)
         if base is not None:
@@ -208,9 +190,7 @@ class CollectiveExtractor:
             return
         block = state.blocks.get(tid)
         if block is not None and (
-            "Task run failed" in text
-            or "remote rank" in text
-            or "report error_message" in text
+            "Task run failed" in text or "remote rank" in text or "report error_message" in text
         ):
             self._detail(block, failures.task_detail(text) or {}, record, where)
             return
@@ -235,17 +215,13 @@ class CollectiveExtractor:
             return
         if "FFTS+ run failed" in text:
             self._single(state, record, {"kind": "ffts"}, where)
-        elif "Task run failed" in text and (
-            "remoteRank[" in text or "remote rank" in text
-        ):
+        elif "Task run failed" in text and ("remoteRank[" in text or "remote rank" in text):
             # one-line task failures of older releases: `Task run failed, tag[..], remoteRank[n]`
             event = self._event(state, record, "notify", where, tag=None)
             self._detail(event, failures.task_detail(text) or {}, record, where)
             self._emit(state, event)
 
-    def _device(
-        self, state: ProcessState, record: Record, text: str, where: Where
-    ) -> None:
+    def _device(self, state: ProcessState, record: Record, text: str, where: Where) -> None:
         waiting = state.aicpu_waiting
         if waiting is not None:
             state.aicpu_waiting = None

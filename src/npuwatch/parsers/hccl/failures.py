@@ -122,10 +122,7 @@ def socket_line(text: str) -> Fields | None:
             "remote_device": device,
             "timeout_s": _seconds_after(text, "timeout:"),
         }
-    if (
-        "Wait links establish completed failed" in text
-        or "wait socket establish timeout" in text
-    ):
+    if "Wait links establish completed failed" in text or "wait socket establish timeout" in text:
         role = next((r for r in ("client", "server") if f"role is {r}" in text), None)
         timeout = seconds(field(text, "timeout"))
         return {"kind": "socket", "link_role": role, "timeout_s": timeout}
@@ -160,11 +157,7 @@ def cqe(text: str) -> Fields | None:
         return None
     read: Fields = {"kind": "cqe"}
     status = _CQE.search(text)
-    if (
-        status is None
-        and "find cqe error" not in text
-        and "receive a cqe error" not in text
-    ):
+    if status is None and "find cqe error" not in text and "receive a cqe error" not in text:
         return None
     remote = _braced(text, "remoteIP{")
     if remote is not None:
@@ -214,10 +207,7 @@ def cluster_exception(text: str) -> Fields | None:
 
 def rootinfo(text: str) -> Fields | None:
     """Root-info / topology-exchange timeouts at communicator init (H3.3)."""
-    if (
-        "topo exchange server get socket timeout" in text
-        or "GetRankBasicInfo from" in text
-    ):
+    if "topo exchange server get socket timeout" in text or "GetRankBasicInfo from" in text:
         return {
             "kind": "rootinfo",
             "root_side": True,

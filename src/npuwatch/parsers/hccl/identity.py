@@ -52,9 +52,7 @@ _ENV_CONFIG = (
     ("rdmaTimeOut", "rdma_timeout"),
     ("rdmaRetryCnt", "rdma_retry_count"),
 )
-HCCL_ENV_VARIABLE = re.compile(
-    r"\[HCCL_ENV\](?:\[\w+\])?\s*(?:environmental variable )?(HCCL_\w+)"
-)
+HCCL_ENV_VARIABLE = re.compile(r"\[HCCL_ENV\](?:\[\w+\])?\s*(?:environmental variable )?(HCCL_\w+)")
 """`[HCCL_ENV] <VAR> …`: the block is printed once per process, so a variable seen twice in one
 incarnation means the process initialised HCCL again (formats/hccl.md H4)."""
 
@@ -128,9 +126,7 @@ def identity(text: str) -> list[Said]:
     _put(said, "phy_device", _first_number(text, "phydevId", "devPhyId"), None)
     _put(said, "device_ip", address(field(text, "deviceIp")), None)
     server = field(text, "server") or field(text, "serverId")
-    if (
-        "host ip[" not in text
-    ):  # `rootinfo: host ip[]` is the root's host, not this one's
+    if "host ip[" not in text:  # `rootinfo: host ip[]` is the root's host, not this one's
         _put(said, "server_ip", address(server), None)
     if "init by file success" in text or "sub commm" in text:
         _put(said, "logic_device", number(text, "device"), None)
@@ -154,8 +150,6 @@ def _first_number(text: str, *names: str) -> int | None:
     return None
 
 
-def _put(
-    said: list[Said], name: str, value: str | float | bool | None, comm: str | None
-) -> None:
+def _put(said: list[Said], name: str, value: str | float | bool | None, comm: str | None) -> None:
     if value is not None and value != "":
         said.append((name, value, comm))

@@ -48,9 +48,7 @@ class Where:
         source = record.source
         line = self._lines.of(self._position)
         text = record.original.split("\n", 1)[0][:_EVIDENCE_CHARS]
-        return Evidence(
-            source.path if source else None, line, text, record.timestamp_us
-        )
+        return Evidence(source.path if source else None, line, text, record.timestamp_us)
 
 
 def add_evidence(event: CollectiveEvent, record: Record, where: Where) -> None:
