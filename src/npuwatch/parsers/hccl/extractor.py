@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from itertools import compress, count
-from operator import attrgetter, or_
+from itertools import compress, count, repeat
+from operator import and_, attrgetter, or_
 from typing import Any
 
 from npuwatch.parsers.hccl import failures
@@ -43,6 +43,21 @@ _DEVICE_KINDS = frozenset({"device", "device-app"})
 _CQE_LOGGERS = frozenset({"ROCE", "HCCP", "HCCPSRV"})
 _LOGGER = attrgetter("logger")
 _LEVEL = attrgetter("level")
+_ORIGINAL = attrgetter("original")
+
+
+def _may_matter(text: str) -> bool:
+    """Whether an HCCL line that is not an ERROR can say anything to the extractor: identity,
+    timeouts, a restart or recovery, the root's connected ranks, HCCL's own verdict, or the
+    communicator that closes a root-info event. One `in` after the other: the cheapest test."""
+    return (
+        mentions_identity(text)
+        or "[HCCL_ENV]" in text
+        or "HcclCommResume" in text
+        or "connected rankinfo" in text
+        or "Cluster Exception" in text
+        or "identifier[" in text
+    )
 
 
 class CollectiveExtractor:
@@ -63,14 +78,23 @@ class CollectiveExtractor:
         source = records[0].source
         on_device = source is not None and source.kind in _DEVICE_KINDS
         lines = Lines(records, first_line)
-        if on_device:  # device logs are small, and AI-CPU lines come from any module
-            positions: Iterable[int] = range(len(records))
-        else:  # only HCCL's lines and ERRORs are read; the others are passed over in C
-            hccl = map(_HCCL_LOGGERS.__contains__, map(_LOGGER, records))
-            errors = map(ERROR_LEVELS.__contains__, map(_LEVEL, records))
-            positions = compress(count(), map(or_, hccl, errors))
+        levels = list(map(_LEVEL, records))
+        errors = map(ERROR_LEVELS.__contains__, levels)
+        hccl = map(_HCCL_LOGGERS.__contains__, map(_LOGGER, records))
+        if on_device:  # AI-CPU notify waits (HCCL lines), RDMA errors, the TLS state
+            tls = map(str.__contains__, map(_ORIGINAL, records), repeat("TLS SWITCH"))
+            positions: Iterable[int] = compress(count(), map(or_, map(or_, errors, hccl), tls))
+        else:  # HCCL's lines above DEBUG, and ERRORs; the others are passed over in C
+            above_debug = map(and_, hccl, map("DEBUG".__ne__, levels))
+            positions = compress(count(), map(or_, above_debug, errors))
         for position in positions:
             record = records[position]
+            if (
+                not on_device
+                and record.level not in ERROR_LEVELS
+                and not _may_matter(record.original)
+            ):
+                continue  # most of HCCL's INFO lines: operators, tasks, resources
             state = self._state(record)
             if state is None:
                 continue

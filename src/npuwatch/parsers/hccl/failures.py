@@ -36,6 +36,11 @@ _CQE = re.compile(
 """`cqe error status[12]`, `cqe err status[12]` (HCCL), `error cqe status: 0x15`, `CQE status[12]`,
 `dump_err_cqe(730) : CQ(0x3f) status 12` (ROCE and HCCP in device logs)."""
 _TASK_BASE = "Task run failed, base information is"
+_REMOTE_IP = re.compile(r"remote\s+(" + IP.pattern + ")")
+_LOCATION = re.compile(r"\]:\s*\[([^\]]*)\]")
+_AICPU_REMOTE = re.compile(r"remoteRank\s*[:=]\s*(\d+)")
+_GROUP = re.compile(r"group\s*:\s*\[?([^\],\s]+)")
+_NUMBER = re.compile(r"\s*(\d+)")
 
 
 def task_base(text: str) -> Fields | None:
@@ -172,7 +177,7 @@ def cqe(text: str) -> Fields | None:
             or _bracket_after(text, "ip:")
         )
         if ip is None:
-            found = re.search(r"remote\s+(" + IP.pattern + ")", text)
+            found = _REMOTE_IP.search(text)
             ip = found[1] if found else None
         read["remote_ip"] = address(ip)
     rank = number(text, "dstrank")
@@ -192,7 +197,7 @@ def cluster_exception(text: str) -> Fields | None:
     if index < 0:
         return None
     rest = text[index:]
-    match = re.search(r"\]:\s*\[([^\]]*)\]", rest)
+    match = _LOCATION.search(rest)
     server, device = server_and_device(match[1] if match else None)
     if server is None:
         return None  # a cut line: it names no place
@@ -243,7 +248,7 @@ def aicpu_notify(text: str) -> Fields | None:
     this line or the next one)."""
     if "NOTIFY WAIT" not in text and "type:Notify Wait" not in text:
         return None
-    match = re.search(r"remoteRank\s*[:=]\s*(\d+)", text)
+    match = _AICPU_REMOTE.search(text)
     if match is None:
         return None
     rank = int(match[1])
@@ -257,7 +262,7 @@ def aicpu_notify(text: str) -> Fields | None:
 
 
 def group_of(text: str) -> str | None:
-    match = re.search(r"group\s*:\s*\[?([^\],\s]+)", text)
+    match = _GROUP.search(text)
     return None if match is None else match[1]
 
 
@@ -284,7 +289,7 @@ def _number_after(text: str, key: str) -> int | None:
     index = text.find(key)
     if index < 0:
         return None
-    match = re.match(r"\s*(\d+)", text[index + len(key) :])
+    match = _NUMBER.match(text, index + len(key))
     return None if match is None else int(match[1])
 
 

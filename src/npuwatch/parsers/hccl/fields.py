@@ -13,6 +13,7 @@ from functools import lru_cache
 _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 _IP = rf"(?:{_IPV4}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+)"
 IP = re.compile(_IP)
+_SECONDS = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
 
 
 @lru_cache(maxsize=256)
@@ -46,7 +47,7 @@ def seconds(value: str | None) -> float | None:
     """A timeout value as HCCL prints it: `120`, `1836.00`, `120 s`, `120s`."""
     if value is None:
         return None
-    match = re.match(r"\s*(-?\d+(?:\.\d+)?)", value)
+    match = _SECONDS.match(value)
     return None if match is None else float(match[1])
 
 

@@ -52,6 +52,7 @@ _ENV_CONFIG = (
     ("rdmaTimeOut", "rdma_timeout"),
     ("rdmaRetryCnt", "rdma_retry_count"),
 )
+_TLS_STATE = re.compile(r"\(\s*(\d)\s*\)")
 HCCL_ENV_VARIABLE = re.compile(r"\[HCCL_ENV\](?:\[\w+\])?\s*(?:environmental variable )?(HCCL_\w+)")
 """`[HCCL_ENV] <VAR> …`: the block is printed once per process, so a variable seen twice in one
 incarnation means the process initialised HCCL again (formats/hccl.md H4)."""
@@ -138,7 +139,7 @@ def tls_state(text: str) -> bool | None:
     index = text.find("TLS SWITCH")
     if index < 0:
         return None
-    match = re.search(r"\(\s*(\d)\s*\)", text[index:])
+    match = _TLS_STATE.search(text, index)
     return None if match is None else match[1] != "0"
 
 
