@@ -35,6 +35,7 @@ class Fault:
         self.evs = evs
         self.directory = prepared.directory
         self.unheard: dict[Place, None] = {}
+        self._members: dict[str | None, tuple[dict[int, ProcessKey], list[int]]] = {}
         self.notes: list[str] = []
         timeouts = [ev for ev in evs if ev.cls in TIMEOUT_CLASSES]
         self.first_timeout = timeouts[0] if timeouts else None
@@ -145,7 +146,14 @@ class Fault:
         return graph
 
     def members(self, communicator: str | None) -> tuple[dict[int, ProcessKey], list[int]]:
-        """The ranks of the communicator with their processes, and the ranks without logs."""
+        """The ranks of the communicator with their processes, and the ranks without logs
+        (worked out once per communicator: the rules ask for them for every event)."""
+        known = self._members.get(communicator)
+        if known is None:
+            known = self._members[communicator] = self._find_members(communicator)
+        return known
+
+    def _find_members(self, communicator: str | None) -> tuple[dict[int, ProcessKey], list[int]]:
         found = self.directory.communicators.get(communicator or "")
         if found is None:
             return {}, []
@@ -183,8 +191,8 @@ def spread_s(reporters: dict[ProcessKey, int | None]) -> float:
 
 def involved(fault: Fault) -> set[ProcessKey]:
     involved = {ev.process for ev in fault.evs}
-    for ev in fault.evs:
-        with_logs, _ = fault.members(ev.communicator)
+    for communicator in {ev.communicator for ev in fault.evs}:
+        with_logs, _ = fault.members(communicator)
         involved.update(with_logs.values())
     return involved
 

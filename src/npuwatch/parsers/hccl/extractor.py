@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from itertools import compress, count, repeat
-from operator import and_, attrgetter, or_
+from operator import and_, attrgetter, ne, or_
 from typing import Any
 
 from npuwatch.parsers.hccl import failures
@@ -85,7 +85,7 @@ class CollectiveExtractor:
             tls = map(str.__contains__, map(_ORIGINAL, records), repeat("TLS SWITCH"))
             positions: Iterable[int] = compress(count(), map(or_, map(or_, errors, hccl), tls))
         else:  # HCCL's lines above DEBUG, and ERRORs; the others are passed over in C
-            above_debug = map(and_, hccl, map("DEBUG".__ne__, levels))
+            above_debug = map(and_, hccl, map(ne, levels, repeat("DEBUG")))  # None is not DEBUG
             positions = compress(count(), map(or_, above_debug, errors))
         for position in positions:
             record = records[position]
