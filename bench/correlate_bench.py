@@ -591,6 +591,7 @@ def verdict_is_right(verdict: dict[str, Any], job: Job) -> bool:
 
 def verdict_step(processes: int) -> None:
     """Only the verdict's inputs and the verdict, for `python -m cProfile -s cumtime`."""
+    tune_garbage_collector()  # as the command line does
     job = Job(processes, BASE_STEPS)
     clock = LocalClock(timezone.utc)
     extractor = CollectiveExtractor()
