@@ -38,10 +38,6 @@ class Correlator:
         for item in items:
             self.add(item)
 
-    @property
-    def processes(self) -> int:
-        return len(self._logs)
-
     def incidents(self) -> list[Incident]:
         views = {view.key: view for log in self._logs.values() for view in log.lives()}
         prepared = prepare(views)

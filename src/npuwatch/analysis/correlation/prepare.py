@@ -75,11 +75,6 @@ class Prepared:
         logged = view.get_float("exec_timeout_s") if view else None
         return logged if logged is not None else DEFAULT_EXEC_TIMEOUT_S
 
-    def corrected(self, key: ProcessKey, time_us: int | None) -> int | None:
-        if time_us is None:
-            return None
-        return time_us - self.offsets.get(key.host, 0)
-
 
 def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
     notes: list[str] = []

@@ -11,22 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from npuwatch.parsers.hccl.model import CollectiveEvent, Fact, ProcessKey
-
-_IDENTITY = (
-    "process_name",
-    "logic_device",
-    "phy_device",
-    "device_ip",
-    "vnic_ip",
-    "server_ip",
-    "host_ip",
-    "connect_timeout_s",
-    "exec_timeout_s",
-    "rdma_timeout",
-    "rdma_retry_count",
-    "tls",
-)
+from npuwatch.parsers.hccl.model import IDENTITY_FACTS, CollectiveEvent, Fact, ProcessKey
 
 
 @dataclass
@@ -120,7 +105,7 @@ class ProcessView:
 
     def inherit(self, earlier: ProcessView) -> None:
         """A recovered life keeps the identity of the life before it."""
-        for name in _IDENTITY:
+        for name in IDENTITY_FACTS:
             if name not in self.values and name in earlier.values:
                 self.values[name] = earlier.values[name]
         for communicator, membership in earlier.memberships.items():

@@ -70,6 +70,21 @@ the time of a record: how long the process kept writing. `events_dropped` counts
 events past the per-process cap (their count is kept, their details are not)."""
 
 COMMUNICATOR_FACTS = frozenset({"rank", "rank_count", "root"})
+IDENTITY_FACTS: tuple[FactName, ...] = (
+    "process_name",
+    "logic_device",
+    "phy_device",
+    "device_ip",
+    "vnic_ip",
+    "server_ip",
+    "host_ip",
+    "connect_timeout_s",
+    "exec_timeout_s",
+    "rdma_timeout",
+    "rdma_retry_count",
+    "tls",
+)
+"""The facts of a process (not of a communicator, nor a marker of its lives)."""
 
 
 @dataclass(frozen=True)
