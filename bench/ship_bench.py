@@ -26,18 +26,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from npuwatch.sinks.search.shipper import SearchShipper, ShipSettings
 from tests.opensearch_node.launcher import start_node
 
 from make_tree import write_tree
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.metrics import SelfMetrics
-from npuwatch.sinks.elasticsearch.dead_letters import DeadLetters
-from npuwatch.sinks.elasticsearch.documents import block_actions
-from npuwatch.sinks.elasticsearch.engine import Connection, SearchEngine
-from npuwatch.sinks.elasticsearch.shipper import SearchShipper, ShipSettings
-from npuwatch.sinks.elasticsearch.streams import all_streams
-from npuwatch.sinks.elasticsearch.templates import index_template, template_name
+from npuwatch.sinks.search.dead_letters import DeadLetters
+from npuwatch.sinks.search.documents import block_actions
+from npuwatch.sinks.search.engine import Connection, SearchEngine
+from npuwatch.sinks.search.engines import connect
+from npuwatch.sinks.search.streams import all_streams, template_name
+from npuwatch.sinks.search.templates import index_template
 
 
 def journal_records(journal: Path) -> int:
@@ -161,7 +162,7 @@ def main() -> None:
     print(f"journal: {count:,} records ({size / 1e6:.0f} MB as JSON documents)")
     print(f"reference: building the documents alone {count / alone:,.0f} documents/s")
     node = start_node(args.work / "node")
-    engine = SearchEngine(Connection("opensearch", (node.url,), timeout_s=120))
+    engine = connect(Connection("opensearch", (node.url,), timeout_s=120))
     try:
         docs, best = 100, (0.0, 100)
         while docs <= args.largest:

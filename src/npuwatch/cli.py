@@ -18,6 +18,7 @@ from typing import Any
 from npuwatch import __version__
 from npuwatch.commands.outcome import EXIT_OK
 from npuwatch.gc_tuning import tune_garbage_collector
+from npuwatch.problems import Problems
 
 _ARGUMENTS = {
     "parse": "npuwatch.commands.offline:add_offline_commands",
@@ -48,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except Problems as problems:
+        # What keeps a command from starting (a wrong configuration, rules that do not load,
+        # an unreadable input): every problem a line, said once, here.
+        for line in problems.lines():
+            sys.stderr.write(f"npuwatch: {line}\n")
+        return problems.exit_code
     return result
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.agent.runtime import Agent
+from npuwatch.agent.topology import build
 from npuwatch.config import Config
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
@@ -74,7 +75,7 @@ class Harness:
     def start(self, **sources: Any) -> Agent:
         settings = {**self.sources, **sources}
         self.metrics = SelfMetrics()
-        self.agent = Agent(fast_config(self.logs, self.state, **settings), {}, metrics=self.metrics)
+        self.agent = Agent(build(fast_config(self.logs, self.state, **settings), {}), self.metrics)
         self.agent.start()
         assert self.agent.wait_started(10), "the reader did not start"
         return self.agent

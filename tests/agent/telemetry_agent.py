@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npuwatch.agent.runtime import Agent
+from npuwatch.agent.topology import build
 from npuwatch.config import Config
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
@@ -67,7 +68,7 @@ def telemetry_agent(work: Path) -> Iterator[Agent]:
             "sinks": {"prometheus": {"listen": "127.0.0.1:0"}},
         }
     )
-    agent = Agent(config, {})
+    agent = Agent(build(config, {}))
     agent.start()
     try:
         yield agent
@@ -93,7 +94,7 @@ def journal_telemetry(work: Path, polls: int = 3) -> TelemetryJournal:
     # not yet journaled is imported again at the next start), so waiting for less is a race.
     operators = sum(len(operator_table(run)) for run in load_profiles(PROFILING_RUNS))
     with telemetry_agent(work) as agent:
-        directory = agent.config.journal_path()
+        directory = agent.topology.journal.directory
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             time.sleep(0.2)

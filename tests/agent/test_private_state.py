@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from npuwatch.agent.runtime import Agent
+from npuwatch.agent.topology import build
 from npuwatch.config import Config
 from npuwatch.metrics import SelfMetrics
 from tests.agent.harness import append, fast_config, plog_line, plog_path, wait_until
@@ -46,7 +47,7 @@ def test_under_umask_000_every_folder_of_the_state_is_0700_and_every_file_0600(
     state = tmp_path / "var" / "lib" / "npuwatch"
     lines = [plog_line(4100, n) for n in range(20)]
     console = io.StringIO()
-    agent = Agent(config(tmp_path, state), {}, console=console, metrics=SelfMetrics())
+    agent = Agent(build(config(tmp_path, state), {}, console=console), metrics=SelfMetrics())
     agent.start()
     try:
         assert agent.wait_started(10)
@@ -86,7 +87,7 @@ def test_a_state_directory_an_older_version_made_with_the_umask_modes_is_tighten
     for name, content in old_files.items():
         (state / name).write_text(content)
     assert set(modes_under(state).values()) == {0o777, 0o666}  # what umask 000 gave them
-    agent = Agent(config(tmp_path, state), {}, console=io.StringIO())
+    agent = Agent(build(config(tmp_path, state), {}, console=io.StringIO()))
     agent.start()
     try:
         assert agent.wait_started(10)

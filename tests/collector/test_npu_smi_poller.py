@@ -14,7 +14,6 @@ from npuwatch.collector.npu_smi_command import (
     NpuSmiFailed,
     NpuSmiUnavailable,
     run_npu_smi,
-    split_command,
 )
 from npuwatch.collector.npu_smi_poller import NpuSmiPoller, PollSettings
 from npuwatch.journal.documents import to_record
@@ -252,13 +251,6 @@ def test_the_poller_thread_polls_every_interval_until_stopped(
         rig.poller.thread.join(5)
     assert not rig.poller.thread.is_alive()
     assert len(rig.delivered) >= 3
-
-
-def test_a_configured_command_is_split_like_a_shell_would() -> None:
-    assert split_command("/usr/local/sbin/npu-smi info") == ["/usr/local/sbin/npu-smi", "info"]
-    assert split_command("'/opt/my tools/npu-smi' info") == ["/opt/my tools/npu-smi", "info"]
-    with pytest.raises(ValueError, match="empty"):
-        split_command("  ")
 
 
 def test_a_device_record_read_back_from_the_journal_is_a_valid_ecs_document(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from npuwatch.cann_roots import host_log_root
 from npuwatch.collector.roots import DEVICE_LOG_ROOT, discover_roots
 from npuwatch.config import SourcesSection
 
@@ -67,3 +68,22 @@ def test_an_empty_process_log_variable_is_ignored(tmp_path: Path) -> None:
         lambda p: True,
     )
     assert found == [DEVICE_LOG_ROOT]
+
+
+def test_without_roots_ascend_work_path_names_the_log_folder_as_for_scan(tmp_path: Path) -> None:
+    logs = tmp_path / "work" / "log"
+    logs.mkdir(parents=True)
+    environ = {"ASCEND_WORK_PATH": str(tmp_path / "work")}
+    found = discover_roots(SourcesSection(users=[]), environ, homes(tmp_path).get)
+    assert found == [logs]
+    assert host_log_root(environ, tmp_path / "root").path == logs  # what scan and doctor read
+
+
+def test_ascend_process_log_path_wins_over_ascend_work_path(tmp_path: Path) -> None:
+    (tmp_path / "process").mkdir()
+    (tmp_path / "work" / "log").mkdir(parents=True)
+    environ = {
+        "ASCEND_PROCESS_LOG_PATH": str(tmp_path / "process"),
+        "ASCEND_WORK_PATH": str(tmp_path / "work"),
+    }
+    assert discover_roots(SourcesSection(users=[]), environ) == [tmp_path / "process"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import npuwatch.agent.runtime
+import npuwatch.agent.plans
 import npuwatch.commands.config_run
 import npuwatch.config
 from npuwatch.cli import main
@@ -26,7 +26,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in list(os.environ):
         if name.upper().startswith("NPUWATCH_"):
             monkeypatch.delenv(name)
-    monkeypatch.setattr(npuwatch.agent.runtime, "SYSTEM_RULES", tmp_path / "no-rules.d")
+    monkeypatch.setattr(npuwatch.agent.plans, "SYSTEM_RULES", tmp_path / "no-rules.d")
 
 
 def builtin_rules_line() -> str:
@@ -84,7 +84,7 @@ def test_check_says_which_npu_smi_the_agent_polls_and_where_profiling_runs_are_f
 def test_check_says_when_no_log_root_exists_yet(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(npuwatch.commands.config_run, "discover_roots", lambda sources, environ: [])
+    monkeypatch.setattr(npuwatch.agent.plans, "discover_roots", lambda sources, environ: [])
     assert main(["config", "check", str(write(tmp_path, ""))]) == 0
     assert "log roots: none yet" in capsys.readouterr().out
 
@@ -286,7 +286,7 @@ def test_check_fails_when_npuwatch_s_own_packs_are_missing(
     """An install without the packs (a wheel built without them) must fail the unit's
     ExecStartPre, not start an agent that exits and is restarted in a loop."""
     missing = tmp_path / "site-packages" / "npuwatch" / "rules" / "packs"
-    monkeypatch.setattr(npuwatch.agent.runtime, "DEFAULT_PACKS", missing)
+    monkeypatch.setattr(npuwatch.agent.plans, "DEFAULT_PACKS", missing)
     path = write(tmp_path, f'[agent]\nstate_directory = "{tmp_path}"\n')
     assert main(["config", "check", str(path)]) == 2
     captured = capsys.readouterr()
@@ -319,7 +319,7 @@ def test_check_fails_on_a_broken_pack_in_the_system_rules_folder(
     system = tmp_path / "rules.d"
     system.mkdir()
     (system / "50-site.yaml").write_text(BROKEN_PACK, encoding="utf-8")
-    monkeypatch.setattr(npuwatch.agent.runtime, "SYSTEM_RULES", system)
+    monkeypatch.setattr(npuwatch.agent.plans, "SYSTEM_RULES", system)
     monkeypatch.setattr(npuwatch.commands.config_run, "DEFAULT_CONFIG_PATH", tmp_path / "none")
     monkeypatch.setattr(npuwatch.config, "DEFAULT_CONFIG_PATH", tmp_path / "none")
     assert main(["config", "check"]) == 2

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from npuwatch.cli import main
-from npuwatch.sinks.elasticsearch.templates import index_template, lifecycle_policy, policy_name
+from npuwatch.sinks.search.streams import policy_name
+from npuwatch.sinks.search.templates import index_template, lifecycle_policy
 
 
 @pytest.fixture(autouse=True)

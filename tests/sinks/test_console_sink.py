@@ -15,6 +15,7 @@ import pytest
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.store import CommitBatch, Journal, JournalSettings
 from npuwatch.sinks.console_sink import ConsoleSink
+from npuwatch.sinks.follower import JournalFollower
 from tests.agent.harness import wait_until
 from tests.journal.conftest import numbered_blocks, plog_line
 from tests.journal.full_disk import fill, small_tmpfs
@@ -35,8 +36,12 @@ def test_an_output_on_a_full_disk_is_printed_to_again_from_the_cursor_when_there
     output = disk / "console.txt"
     expected = [plog_line(n) for n in range(400)]  # more than one write buffer of text
     with output.open("w", encoding="utf-8") as out, caplog.at_level(logging.WARNING):
-        sink = ConsoleSink(
-            tmp_path / "journal", CursorStore(tmp_path / "cursors.json"), committed, stop, out
+        sink = JournalFollower(
+            ConsoleSink(out),
+            tmp_path / "journal",
+            CursorStore(tmp_path / "cursors.json"),
+            committed,
+            stop,
         )
         filler = fill(disk)
         journal.commit(CommitBatch(numbered_blocks(0, 400)))

@@ -12,9 +12,10 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Protocol
 
 from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import END, JournalWork
@@ -23,15 +24,23 @@ from npuwatch.journal.rows import FileSource
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow
 from npuwatch.journal.store import CommitBatch, Journal, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import Record, SourceInfo
-from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 
 log = logging.getLogger(__name__)
 
 _LEVEL = attrgetter("level")
 _BLOCK_BYTES = 4 * 1024 * 1024
 """A file's records in one commit are cut into blocks of about this much text."""
+
+
+class CommitObserver(Protocol):
+    """Told what each commit wrote (the ascend_* log metrics are counted this way)."""
+
+    def observe(self, records: Sequence[Record], kind: str) -> None:
+        """Records of one file (or telemetry stream) of the `kind` its source says."""
+
+    def observe_events(self, events: Sequence[EventRow]) -> None:
+        """Rule events, each once (the batch is deduplicated by event id)."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +65,10 @@ class JournalStage:
         give_up: threading.Event | None = None,
         wall: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
-        log_metrics: LogMetrics | None = None,
+        observers: Sequence[CommitObserver] = (),
     ) -> None:
         self.journal = journal
-        self._log_metrics = log_metrics
-        """The ascend_* metrics of what was committed (records by kind, level and module,
-        errors by code, rule events)."""
+        self._observers = observers
         self._inbox = inbox
         self._metrics = metrics
         self.timing = timing
@@ -71,7 +78,6 @@ class JournalStage:
         self._monotonic = monotonic
         self.committed = threading.Condition()
         """Notified after every commit (sinks wait on it for new entries)."""
-        self.commits = 0
         self._last_commit = wall()
         self.thread = threading.Thread(target=self._run, name="npuwatch-journal", daemon=True)
 
@@ -138,7 +144,6 @@ class JournalStage:
             self._metrics.journal_unavailable.set(0)
         self._count(batch, works)
         self._last_commit = self._wall()
-        self.commits += 1
         with self.committed:
             self.committed.notify_all()
         return True
@@ -195,12 +200,11 @@ class JournalStage:
             self._metrics.records.labels(level or "none").inc(count)
         for row in batch.events:
             self._metrics.events.labels(row.severity).inc()
-        if self._log_metrics is not None:
+        for observer in self._observers:
             for work in works:
-                kind = work.source.kind if work.source is not None else "other"
-                if work.records and kind not in TELEMETRY_KINDS:  # device readings are no logs
-                    self._log_metrics.observe(work.records, kind)
-            self._log_metrics.observe_events(batch.events)  # deduplicated by id already
+                if work.records:
+                    observer.observe(work.records, _kind_of(work.source))
+            observer.observe_events(batch.events)
 
     def _retention(self) -> None:
         try:
@@ -218,3 +222,7 @@ class JournalStage:
         now = self._wall()
         self._metrics.journal_age.set(0 if oldest is None else max(now - oldest, 0))
         self._metrics.checkpoint_age.set(max(now - self._last_commit, 0))
+
+
+def _kind_of(source: SourceInfo | None) -> str:
+    return (source.kind if source is not None else None) or "other"

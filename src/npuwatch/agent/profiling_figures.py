@@ -13,8 +13,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from npuwatch.journal.state_file import StateFile
 from npuwatch.sinks.prometheus.profiling_metrics import OperatorTypeFigures, RunFigures
+from npuwatch.state_file import StateFile
 
 log = logging.getLogger(__name__)
 

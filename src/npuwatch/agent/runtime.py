@@ -1,4 +1,4 @@
-"""The agent: built once from the configuration, then run until stopped.
+"""The agent: made once from its topology (topology.py), then run until stopped.
 
 Three worker threads, joined by queues bounded in bytes:
 
@@ -15,245 +15,155 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
 
-from npuwatch.agent.journal_stage import JournalStage, JournalTiming
+from npuwatch.agent.journal_stage import JournalStage
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
 from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
-from npuwatch.collector.discovery import FileFilter
-from npuwatch.collector.npu_smi_command import split_command
-from npuwatch.collector.npu_smi_poller import NpuSmiPoller, PollSettings
+from npuwatch.agent.topology import SectionChange, Topology, changes
+from npuwatch.collector.npu_smi_poller import NpuSmiPoller
 from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
-from npuwatch.collector.roots import discover_roots
 from npuwatch.collector.tailed_file import ReadBatch
-from npuwatch.collector.tailer import FileGone, FileTailer, StopReading, TailSettings
+from npuwatch.collector.tailer import FileGone, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
-from npuwatch.config import Config
 from npuwatch.journal.cursors import CursorStore
-from npuwatch.journal.private_files import private_directory
-from npuwatch.journal.store import Journal, JournalSettings
+from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
 from npuwatch.parsers.profiling.layout import find_profile_runs
-from npuwatch.parsers.stream import ParseLimits
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
 from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.private_files import private_directory
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
-from npuwatch.rules.loader import (
-    DEFAULT_PACKS,
-    SYSTEM_RULES,
-    RuleSet,
-    load_rules,
-    rule_files,
-)
-from npuwatch.sinks.console_sink import ConsoleSink
-from npuwatch.sinks.elasticsearch.dead_letters import DeadLetters
-from npuwatch.sinks.elasticsearch.engine import SearchEngine
-from npuwatch.sinks.elasticsearch.settings import (
-    connection_from,
-    dead_letter_path,
-    ship_settings,
-)
-from npuwatch.sinks.elasticsearch.shipper import SearchShipper
+from npuwatch.rules.loader import RuleSet, load_rules, rule_files
+from npuwatch.sinks.follower import JournalFollower
 from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
-from npuwatch.sinks.prometheus.web_config import load_web_config
 
 log = logging.getLogger("npuwatch.agent")
 
 
-def rule_locations(config: Config) -> list[Path]:
-    locations = [DEFAULT_PACKS] if config.rules.builtin else []
-    if SYSTEM_RULES.is_dir():
-        locations.append(SYSTEM_RULES)
-    locations.extend(config.rules.paths)
-    return locations
-
-
-def tail_settings(config: Config, host: str) -> TailSettings:
-    sources = config.sources
-    return TailSettings(
-        read_chunk_bytes=sources.read_chunk_bytes,
-        max_open_files=sources.max_open_files,
-        idle_flush_s=sources.idle_flush,
-        idle_close_s=sources.idle_close,
-        deleted_grace_s=sources.deleted_grace,
-        fingerprint_bytes=sources.fingerprint_bytes,
-        limits=ParseLimits(
-            max_line_bytes=sources.max_line_bytes,
-            max_record_lines=sources.max_record_lines,
-            max_record_bytes=sources.max_record_bytes,
-        ),
-        host=host,
-    )
-
-
 class Agent:
-    """Everything the agent runs, wired from one configuration."""
+    """Everything the agent runs, made from its topology (see topology.py)."""
 
-    def __init__(
-        self,
-        config: Config,
-        environ: Mapping[str, str],
-        console: TextIO | None = None,
-        metrics: SelfMetrics | None = None,
-    ) -> None:
-        self.config = config
-        self.environ = environ
+    def __init__(self, topology: Topology, metrics: SelfMetrics | None = None) -> None:
+        self.topology = topology
+        self._started_with = topology.config
         self.metrics = metrics or SelfMetrics()
-        self.host = config.agent.host_name or socket.gethostname()
-        self.roots = discover_roots(config.sources, environ)
+        self.host = topology.host
+        self.roots = list(topology.sources.roots)
         self._reading_stop = threading.Event()
         self._pipeline_stop = threading.Event()
         self._sink_stop = threading.Event()
         self._wake = threading.Event()
-        state = config.agent.state_directory
-        private_directory(state)  # 0700 whatever the umask: the journal holds whole log lines
-        journal = config.journal
-        self.journal = Journal(
-            config.journal_path(),
-            JournalSettings(
-                max_age_s=journal.max_age,
-                max_bytes=journal.max_bytes,
-                segment_bytes=journal.segment_bytes,
-                sync=journal.sync,
-            ),
-        )
+        private_directory(topology.state_directory)  # 0700: the journal holds whole log lines
+        self.journal = Journal(topology.journal.directory, topology.journal.settings)
         self.journal.open()
         self.metrics.journal_segments_quarantined.inc(self.journal.quarantined)
-        half = max(config.sources.queue_bytes // 2, 1)
+        sources = topology.sources
+        half = max(sources.queue_bytes // 2, 1)
         self.read_queue: ByteQueue[object] = ByteQueue(half)
         self.journal_queue: ByteQueue[object] = ByteQueue(half)
-        clock = LocalClock(resolve_timezone(config.agent.timezone))
         self.tailer = FileTailer(
             self.roots,
-            FileFilter(config.sources.include, config.sources.exclude),
-            tail_settings(config, self.host),
-            clock,
+            sources.wanted,
+            sources.tail,
+            LocalClock(resolve_timezone(topology.timezone)),
             self.journal.checkpoints.values(),
             self._emit,
             self.metrics,
         )
         watcher = (
-            FileWatcher(self.tailer.events, self._wake, self.metrics)
-            if config.sources.watch
-            else None
+            FileWatcher(self.tailer.events, self._wake, self.metrics) if sources.watch else None
         )
         self.reader = ReaderStage(
             self.tailer,
             watcher,
             self._wake,
-            ReaderTiming(rescan_interval_s=config.sources.rescan_interval),
+            ReaderTiming(rescan_interval_s=sources.rescan_interval_s),
             self._reading_stop,
             emit_at_stop=self._emit_at_stop,
         )
+        self._rule_locations = topology.rules.locations
         self.rules = RulesStage(
-            RuleEngine(self._load_rules()),
+            RuleEngine(topology.rules.ruleset),
             self.read_queue,
             self.journal_queue,
             self._pipeline_stop,
             self.metrics,
             reload_rules=self._load_rules,
-            watched_files=lambda: rule_files(rule_locations(self.config)),
-            reload_interval_s=config.rules.reload_interval,
-            idle_flush_s=config.sources.idle_flush,
+            watched_files=lambda: rule_files(self._rule_locations),
+            reload_interval_s=topology.rules.reload_interval_s,
+            idle_flush_s=sources.tail.idle_flush_s,
         )
         self.journal_stage = JournalStage(
             self.journal,
             self.journal_queue,
             self.metrics,
-            JournalTiming(commit_interval_s=journal.commit_interval),
-            timezone_name=config.agent.timezone,
+            topology.journal.timing,
+            timezone_name=topology.timezone,
             give_up=self._pipeline_stop,
-            log_metrics=LogMetrics(self.metrics.registry),
+            observers=(LogMetrics(self.metrics.registry),),
         )
-        self.device_metrics = DeviceMetrics(self.metrics.registry)
-        self.poller: NpuSmiPoller | None = None
-        devices = config.devices
-        if devices.enabled:
-            self.poller = NpuSmiPoller(
-                PollSettings(
-                    tuple(split_command(devices.npu_smi_command)),
-                    interval_s=devices.interval,
-                    timeout_s=devices.timeout,
-                ),
-                self.device_metrics,
-                self.metrics,
-                self._journal_device_records if devices.journal else None,
-                self._reading_stop,
-            )
-        self.profiling_metrics = ProfilingMetrics(
-            self.metrics.registry, top=config.profiling.top_operator_types
+        self.poller = self._poller(topology)
+        self.importer = self._importer(topology)
+        exporter = topology.exporter
+        self.metrics_server = (
+            MetricsServer(self.metrics.registry, exporter.listen, exporter.security)
+            if exporter is not None
+            else None
         )
-        self.importer: ProfilingImporter | None = None
-        profiling = config.profiling
-        if profiling.paths:
-            self.importer = ProfilingImporter(
-                ImportSettings(tuple(profiling.paths), scan_interval_s=profiling.scan_interval),
-                RunTracker(
-                    find_profile_runs,
-                    ImportedRuns(state / "profiling-imported.json"),
-                    settle_s=profiling.settle,
-                ),
-                self.profiling_metrics,
+        cursors = CursorStore(topology.state_directory / "cursors.json")
+        self.followers = [
+            JournalFollower(
+                plan.open(self.metrics),
+                topology.journal.directory,
+                cursors,
+                self.journal_stage.committed,
+                self._sink_stop,
                 self.metrics,
-                self._journal_profiling_records if profiling.journal else None,
-                self._reading_stop,
-                saved=SavedFigures(state / "profiling-figures.json"),
             )
-        self.metrics_server: MetricsServer | None = None
-        exporter = config.sinks.prometheus
-        if exporter.enabled:
-            security = (
-                load_web_config(exporter.web_config_file)
-                if exporter.web_config_file is not None
-                else None
-            )
-            self.metrics_server = MetricsServer(self.metrics.registry, exporter.listen, security)
-        self.sinks: list[ConsoleSink | SearchShipper] = []
-        cursors = CursorStore(state / "cursors.json")
-        console_config = config.sinks.console
-        if console is not None or console_config.enabled:
-            self.sinks.append(
-                ConsoleSink(
-                    config.journal_path(),
-                    cursors,
-                    self.journal_stage.committed,
-                    self._sink_stop,
-                    console if console is not None else _stdout(),
-                    console_config.format,
-                    console_config.events_only,
-                )
-            )
+            for plan in topology.sinks
+        ]
 
-        search = config.sinks.elasticsearch
-        if search.enabled:
-            self.sinks.append(
-                SearchShipper(
-                    SearchEngine(connection_from(search, environ)),
-                    config.journal_path(),
-                    cursors,
-                    self.journal_stage.committed,
-                    self._sink_stop,
-                    self.metrics,
-                    DeadLetters(dead_letter_path(search, state)),
-                    ship_settings(search, self.host),
-                )
-            )
+    def _poller(self, topology: Topology) -> NpuSmiPoller | None:
+        devices = topology.devices
+        readings = DeviceMetrics(self.metrics.registry)
+        if devices is None:
+            return None
+        journal = self._journal_device_records if devices.journal else None
+        return NpuSmiPoller(devices.poll, readings, self.metrics, journal, self._reading_stop)
+
+    def _importer(self, topology: Topology) -> ProfilingImporter | None:
+        profiling = topology.profiling
+        figures = ProfilingMetrics(self.metrics.registry, top=profiling.top_operator_types)
+        if not profiling.folders:
+            return None
+        state = topology.state_directory
+        return ProfilingImporter(
+            ImportSettings(profiling.folders, scan_interval_s=profiling.scan_interval_s),
+            RunTracker(
+                find_profile_runs,
+                ImportedRuns(state / "profiling-imported.json"),
+                settle_s=profiling.settle_s,
+            ),
+            figures,
+            self.metrics,
+            self._journal_profiling_records if profiling.journal else None,
+            self._reading_stop,
+            saved=SavedFigures(state / "profiling-figures.json"),
+        )
 
     def _load_rules(self) -> RuleSet:
-        return load_rules(rule_locations(self.config))
+        return load_rules(self._rule_locations)
 
     def _emit(self, item: ReadBatch | FileGone) -> None:
         size = len(item.raw or b"") if isinstance(item, ReadBatch) else 0
@@ -276,7 +186,8 @@ class Agent:
 
     def _journal_device_records(self, records: list[Record]) -> None:
         # One stream per NPU, so that the journal's per-block device answers `grep --device`.
-        command = self.config.devices.npu_smi_command
+        assert self.topology.devices is not None  # only the poller journals readings
+        command = self.topology.devices.command_text
         by_npu: dict[int | None, list[Record]] = {}
         for record in records:
             by_npu.setdefault(record.device, []).append(record)
@@ -306,7 +217,7 @@ class Agent:
             self.reader.thread,
             self.rules.thread,
             self.journal_stage.thread,
-            *(sink.thread for sink in self.sinks),
+            *(follower.thread for follower in self.followers),
         ]
 
     def start(self) -> None:
@@ -324,34 +235,35 @@ class Agent:
         if self.importer is not None:
             self.importer.start()
         self.rules.start()
-        for sink in self.sinks:
-            sink.start()
+        for follower in self.followers:
+            follower.start()
         self.reader.start()
 
     def wait_started(self, timeout: float) -> bool:
         return self.reader.started.wait(timeout)
 
-    def reload(self, config: Config) -> None:
-        """Apply a new configuration: rules and sources now; the rest needs a restart."""
-        old = self.config
-        self.config = config
-        roots = discover_roots(config.sources, self.environ)
-        wanted = FileFilter(config.sources.include, config.sources.exclude)
+    def reload(self, topology: Topology) -> list[SectionChange]:
+        """Take up a new topology: the files followed and the rules now; what else changed
+        since the start waits for a restart (the list says which)."""
+        applied = [c for c in changes(self.topology.config, topology.config) if c.applied]
+        waiting = [c for c in changes(self._started_with, topology.config) if not c.applied]
+        self.topology = topology
+        roots, wanted = list(topology.sources.roots), topology.sources.wanted
 
         def apply(tailer: FileTailer) -> None:
             tailer.roots = roots
             tailer.wanted = wanted
 
+        self.roots = roots
         self.reader.change(apply)
-        self.rules.request_reload()
-        for section in ("agent", "journal", "sinks"):
-            if getattr(old, section) != getattr(config, section):
-                log.warning("configuration [%s] changed: restart the agent to apply it", section)
+        self._rule_locations = topology.rules.locations
+        self.rules.request_reload()  # the packs are read again, changed or not
+        return applied + waiting
 
     def stop(self, timeout: float | None = None) -> bool:
         """Drain and stop; True when everything was committed within the time."""
         deadline = time.monotonic() + (
-            self.config.agent.drain_timeout if timeout is None else timeout
+            self.topology.drain_timeout_s if timeout is None else timeout
         )
         self._reading_stop.set()
         self._wake.set()
@@ -372,8 +284,8 @@ class Agent:
         if not drained:
             self._pipeline_stop.set()  # the journal stops retrying; what is left is read again
         self._sink_stop.set()
-        for sink in self.sinks:
-            sink.thread.join(_left(deadline) + 1)
+        for follower in self.followers:
+            follower.thread.join(_left(deadline) + 1)
         if self.metrics_server is not None:
             self.metrics_server.stop()
         if drained:
@@ -385,9 +297,3 @@ class Agent:
 
 def _left(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.0)
-
-
-def _stdout() -> TextIO:
-    import sys  # noqa: PLC0415 - looked up at use, so that tests can replace it
-
-    return sys.stdout

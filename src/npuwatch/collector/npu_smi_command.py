@@ -28,14 +28,6 @@ class NpuSmiFailed(Exception):
     """The command ran but gave no usable answer: a non-zero exit, a timeout, no output."""
 
 
-def split_command(command: str | Sequence[str]) -> list[str]:
-    """A configured command as an argument list (a string is split the way a shell would)."""
-    words = shlex.split(command) if isinstance(command, str) else list(command)
-    if not words:
-        raise ValueError("the npu-smi command is empty")
-    return words
-
-
 def find_executable(command: Sequence[str], path: str | None = None) -> str | None:
     """The full path of the command's program, or None when it is not installed."""
     program = command[0]

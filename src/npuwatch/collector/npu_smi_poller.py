@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from npuwatch.collector.npu_smi_command import (
     NpuSmiFailed,
@@ -25,12 +26,21 @@ from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.npu_smi import NpuSmiReport, parse_npu_smi
 from npuwatch.parsers.telemetry import device_records
 from npuwatch.records import Record
-from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 
 log = logging.getLogger(__name__)
 
 Deliver = Callable[[list[Record]], None]
 """Where the device records of one poll go (the journal queue)."""
+
+
+class ReadingObserver(Protocol):
+    """Told each reading, and when there is none (the ascend_npu_* gauges follow this way)."""
+
+    def update(self, report: NpuSmiReport) -> None:
+        """The latest reading of every chip."""
+
+    def clear(self) -> None:
+        """The last poll failed: the readings before it are no longer true."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,7 @@ class NpuSmiPoller:
     def __init__(
         self,
         settings: PollSettings,
-        device_metrics: DeviceMetrics,
+        readings: ReadingObserver,
         metrics: SelfMetrics,
         deliver: Deliver | None,
         stop: threading.Event,
@@ -54,7 +64,7 @@ class NpuSmiPoller:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
-        self._device_metrics = device_metrics
+        self._readings = readings
         self._metrics = metrics
         self._deliver = deliver
         self._stop = stop
@@ -97,7 +107,7 @@ class NpuSmiPoller:
             return None
         self._metrics.npu_smi_polls.labels("ok").inc()
         self._metrics.npu_smi_polled(up=True, wall=self._wall())
-        self._device_metrics.update(report)
+        self._readings.update(report)
         if self._failing:
             self._failing = False
             log.warning("%s answers again", shlex.join(command))
@@ -108,7 +118,7 @@ class NpuSmiPoller:
     def _failed(self, reason: str, result: str) -> None:
         self._metrics.npu_smi_polls.labels(result).inc()
         self._metrics.npu_smi_polled(up=False, wall=self._wall())
-        self._device_metrics.clear()
+        self._readings.clear()
         if not self._failing:
             self._failing = True
             log.warning("%s; device readings are off until it answers", reason)

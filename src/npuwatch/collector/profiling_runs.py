@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from npuwatch.journal.state_file import StateFile
 from npuwatch.parsers.profiling.layout import DONE_MARKER, TORCH_OUTPUT
+from npuwatch.state_file import StateFile
 
 log = logging.getLogger(__name__)
 

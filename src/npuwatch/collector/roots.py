@@ -1,17 +1,24 @@
-"""The folders the agent follows: the configured roots, or the places CANN writes its logs.
-
-CANN writes host logs under $ASCEND_PROCESS_LOG_PATH when it is set, else under ~/ascend/log of
-the user that runs the job, and slogd keeps device logs in /var/log/npu/slog.
-"""
+"""The folders the agent follows: the configured roots, or the places CANN writes its logs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
-from npuwatch.config import SourcesSection
+from npuwatch.cann_roots import DEVICE_LOG_ROOT, named_log_root, user_log_root
 
-DEVICE_LOG_ROOT = Path("/var/log/npu/slog")
+__all__ = ["DEVICE_LOG_ROOT", "RootChoice", "discover_roots", "home_from_passwd"]
+
+
+class RootChoice(Protocol):
+    """What the configuration says of the roots (its [sources] section)."""
+
+    @property
+    def roots(self) -> Sequence[Path]: ...
+
+    @property
+    def users(self) -> Sequence[str]: ...
 
 
 def home_from_passwd(user: str) -> Path | None:
@@ -26,7 +33,7 @@ def home_from_passwd(user: str) -> Path | None:
 
 
 def discover_roots(
-    sources: SourcesSection,
+    sources: RootChoice,
     environ: Mapping[str, str],
     home_of: Callable[[str], Path | None] = home_from_passwd,
     exists: Callable[[Path], bool] = Path.is_dir,
@@ -34,18 +41,19 @@ def discover_roots(
     """The log roots to follow, in order and without duplicates.
 
     Configured roots are returned as given, whether they exist yet or not (the rescan picks
-    them up when they appear). Without any: $ASCEND_PROCESS_LOG_PATH, each user's
-    ~/ascend/log, and /var/log/npu/slog, keeping those that are folders now.
+    them up when they appear). Without any: the folder $ASCEND_PROCESS_LOG_PATH or
+    $ASCEND_WORK_PATH names, each user's ~/ascend/log, and /var/log/npu/slog, keeping those
+    that are folders now (the same places `scan` and `doctor` look, see cann_roots.py).
     """
     if sources.roots:
         return list(dict.fromkeys(sources.roots))
     candidates: list[Path] = []
-    explicit = environ.get("ASCEND_PROCESS_LOG_PATH")
-    if explicit:
-        candidates.append(Path(explicit))
+    named = named_log_root(environ)
+    if named is not None and named.path is not None:
+        candidates.append(named.path)
     for user in sources.users:
         home = home_of(user)
         if home is not None:
-            candidates.append(home / "ascend" / "log")
+            candidates.append(user_log_root(home))
     candidates.append(DEVICE_LOG_ROOT)
     return [root for root in dict.fromkeys(candidates) if exists(root)]

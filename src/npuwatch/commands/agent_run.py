@@ -20,20 +20,16 @@ from types import FrameType
 from typing import Any
 
 from npuwatch.agent.runtime import Agent
-from npuwatch.config import (
-    ConfigError,
-    ConfigUnreadable,
-    config_path_from,
-    load_config,
-)
-from npuwatch.rules.loader import RuleLoadError
+from npuwatch.agent.topology import Topology, build
+from npuwatch.config import Config, config_path_from, load_config
+from npuwatch.problems import Problems
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
-from npuwatch.sinks.elasticsearch.settings import SecretUnreadable
 
 log = logging.getLogger("npuwatch.agent")
 
 
-def _configure(args: argparse.Namespace) -> Any:
+def _configure(args: argparse.Namespace) -> Config:
+    """The configuration file with the command line's overrides; ConfigError (Problems)."""
     config = load_config(args.config or config_path_from(os.environ), os.environ)
     changes: dict[str, Any] = {}
     if args.root:
@@ -61,34 +57,19 @@ def run_agent(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for client in _SEARCH_CLIENT_LOGGERS:
             logging.getLogger(client).setLevel(logging.WARNING)
+    topology = _build(args)
     try:
-        config = _configure(args)
-    except ConfigUnreadable as error:
-        print(f"npuwatch: {error}", file=sys.stderr)
-        return 2
-    except ConfigError as error:
-        for problem in error.problems:
-            print(f"npuwatch: {problem}", file=sys.stderr)
-        return 2
-    try:
-        agent = Agent(config, os.environ, console=sys.stdout if args.console else None)
-    except RuleLoadError as error:
-        for rule_problem in error.problems:
-            print(f"npuwatch: {rule_problem}", file=sys.stderr)
-        print("npuwatch: the rules have errors: fix them and start again", file=sys.stderr)
-        return 2
-    except ConfigError as error:  # the exporter's web configuration file
-        for problem in error.problems:
-            print(f"npuwatch: {problem}", file=sys.stderr)
-        return 2
-    except SecretUnreadable as error:
-        print(f"npuwatch: [sinks.elasticsearch] {error}", file=sys.stderr)
-        return 2
+        agent = Agent(topology)
     except (OSError, sqlite3.Error) as error:
-        print(f"npuwatch: cannot start: {error} (is the state directory writable and not full?)",
-              file=sys.stderr)  # fmt: skip
-        return 2
+        raise Problems(
+            [f"cannot start: {error} (is the state directory writable and not full?)"]
+        ) from None
     return _serve(agent, args)
+
+
+def _build(args: argparse.Namespace) -> Topology:
+    """What `npuwatch config check` checks, built the same way; Problems when it is wrong."""
+    return build(_configure(args), os.environ, console=sys.stdout if args.console else None)
 
 
 def _serve(agent: Agent, args: argparse.Namespace) -> int:
@@ -152,9 +133,20 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
 def _reload(agent: Agent, args: argparse.Namespace, notifier: SystemdNotifier) -> None:
     notifier.notify("RELOADING=1")
     try:
-        agent.reload(_configure(args))
-        log.info("configuration reloaded")
-    except ConfigError as error:
-        for problem in error.problems:
+        topology = _build(args)
+    except Problems as problems:
+        for problem in problems.lines():
             log.error("configuration not reloaded: %s", problem)
+    else:
+        for change in agent.reload(topology):
+            keys = ", ".join(change.keys)
+            if change.applied:
+                log.info("configuration [%s] applied: %s", change.section, keys)
+            else:
+                log.warning(
+                    "configuration [%s] changed (%s): restart the agent to apply it",
+                    change.section,
+                    keys,
+                )
+        log.info("configuration reloaded")
     notifier.ready()

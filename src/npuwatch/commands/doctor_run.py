@@ -10,8 +10,8 @@ from pathlib import Path
 from npuwatch.analysis.doctor.diagnosis import diagnose
 from npuwatch.analysis.doctor.host import DoctorOptions, Host
 from npuwatch.analysis.doctor.render import as_json, as_text
-from npuwatch.collector.npu_smi_command import split_command
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.setting_values import command_words
 from npuwatch.terminal import Palette, wants_colour
 
 MAX_SAMPLE_SECONDS = 3600
@@ -28,7 +28,7 @@ def run_doctor(args: argparse.Namespace) -> int:
 def options_from(args: argparse.Namespace) -> DoctorOptions:
     """The options, checked: a folder the user named must exist (a typo is no diagnosis)."""
     try:
-        command = split_command(args.npu_smi)
+        command = command_words(args.npu_smi)
     except ValueError as problem:
         fail(f"--npu-smi {args.npu_smi!r}: {problem} (give a command such as 'npu-smi info')")
     if not 0 <= args.sample_seconds <= MAX_SAMPLE_SECONDS:

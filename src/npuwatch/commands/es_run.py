@@ -19,19 +19,15 @@ from npuwatch.config import (
     config_path_from,
     load_config,
 )
-from npuwatch.sinks.elasticsearch.engine import SearchEngine, status_of
-from npuwatch.sinks.elasticsearch.settings import (
+from npuwatch.sinks.search.engine import SearchEngine, status_of
+from npuwatch.sinks.search.engines import connect
+from npuwatch.sinks.search.settings import (
     SecretUnreadable,
     connection_from,
     dead_letter_path,
 )
-from npuwatch.sinks.elasticsearch.streams import all_streams
-from npuwatch.sinks.elasticsearch.templates import (
-    index_template,
-    lifecycle_policy,
-    policy_name,
-    template_name,
-)
+from npuwatch.sinks.search.streams import all_streams, policy_name, template_name
+from npuwatch.sinks.search.templates import index_template, lifecycle_policy
 
 
 def run_setup(args: argparse.Namespace) -> int:
@@ -58,7 +54,7 @@ def run_setup(args: argparse.Namespace) -> int:
             print(f"lifecycle policy {policy_id}: installed (delete after {days} days)")
         except Exception as error:
             problems += 1
-            _problem(_lifecycle_problem(section, error))
+            _problem(_lifecycle_problem(section, engine, error))
     finally:
         engine.close()
     return EXIT_FINDINGS if problems else EXIT_OK
@@ -100,7 +96,7 @@ def run_check(args: argparse.Namespace) -> int:
         except Exception as error:
             policy = None
             problems += 1
-            _problem(_lifecycle_problem(section, error))
+            _problem(_lifecycle_problem(section, engine, error))
         else:
             if policy is None:
                 problems += 1
@@ -147,7 +143,7 @@ def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEn
         section = SearchSinkSection.model_validate(
             {**config.sinks.elasticsearch.model_dump(), **updates}
         )
-        engine = SearchEngine(connection_from(section, os.environ))
+        engine = connect(connection_from(section, os.environ))
     except ValidationError as error:
         for detail in error.errors():
             key = ".".join(str(part) for part in detail["loc"])
@@ -161,15 +157,13 @@ def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEn
     return config, section, engine
 
 
-def _lifecycle_problem(section: SearchSinkSection, error: BaseException) -> str:
-    status = status_of(error)
-    if section.flavour == "opensearch" and status in (400, 404):
-        return (
-            "lifecycle policy: this OpenSearch has no Index State Management plugin "
-            f"({_describe(error)}); data will not be deleted after "
-            f"{int(section.delete_after // 86400)} days: install opensearch-index-management, "
-            "or delete old backing indices yourself"
-        )
+def _lifecycle_problem(
+    section: SearchSinkSection, engine: SearchEngine, error: BaseException
+) -> str:
+    unsupported = engine.lifecycle_unsupported(error, int(section.delete_after // 86400))
+    if unsupported is not None:
+        head, _, rest = unsupported.partition(";")
+        return f"lifecycle policy: {head} ({_describe(error)});{rest}"
     name = policy_name(section.namespace)
     return f"cannot install or read the lifecycle policy {name}: {_describe(error)}"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from npuwatch.analysis.scan_hosts import HostOnCollection
 from npuwatch.analysis.scan_text import render_scan
 from npuwatch.analysis.scan_tree import scan_tree
+from npuwatch.cann_roots import host_log_root
 from npuwatch.collector.files import line_chunks, read_chunks, year_reference_us
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, error, fail
 from npuwatch.commands.rules_run import load_rules_or_fail
@@ -119,15 +120,10 @@ def run_schema(args: argparse.Namespace) -> int:
 
 
 def default_log_root() -> Path:
-    """Where CANN writes host logs: $ASCEND_PROCESS_LOG_PATH, else $ASCEND_WORK_PATH/log,
-    else ~/ascend/log (formats doc §5.1)."""
-    explicit = os.environ.get("ASCEND_PROCESS_LOG_PATH")
-    if explicit:
-        return Path(explicit)
-    work = os.environ.get("ASCEND_WORK_PATH")
-    if work:
-        return Path(work) / "log"
-    return Path.home() / "ascend" / "log"
+    """Where CANN writes this environment's host logs (cann_roots.py)."""
+    root = host_log_root(os.environ, Path.home())
+    assert root.path is not None  # a home was given
+    return root.path
 
 
 def _unreadable(path: Path) -> str | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.journal.reader import Position
-from npuwatch.journal.state_file import StateFile
+from npuwatch.state_file import StateFile
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.journal.layout import segment_file_name, segment_files
-from npuwatch.journal.private_files import create_private, make_private, private_directory
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, Segment, Sync
+from npuwatch.private_files import create_private, make_private, private_directory
 
 _QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")
 _SIDE_FILES = ("-wal", "-shm")

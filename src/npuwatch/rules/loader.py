@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from npuwatch.problems import Problems
 from npuwatch.records import Record
 from npuwatch.rules.compiler import CompileError, Extractor, compile_condition
 from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
@@ -41,10 +42,13 @@ class Problem:
         return f"{self.path}:{self.line}:{self.column}: {self.message}"
 
 
-class RuleLoadError(Exception):
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        super().__init__("\n".join(map(str, problems)))
-        self.problems = list(problems)
+class RuleLoadError(Problems):
+    """Rule files that do not load; `problems` names each file, line and column."""
+
+    problems: Sequence[Problem]
+
+    def __init__(self, problems: Sequence[Problem], advice: str | None = None) -> None:
+        super().__init__(problems, advice)
 
 
 @dataclass

@@ -21,11 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from npuwatch.journal.segment import EventRow
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.prometheus import (
-    DEFAULT_LISTEN,
     LogMetrics,
     MetricsServer,
     load_web_config,
-    parse_listen_address,
 )
 from npuwatch.sinks.prometheus.web_config import WebSecurity
 from tests.agent.harness import Harness
@@ -93,31 +91,6 @@ def web_config(tmp_path: Path, text: str) -> WebSecurity:
     path = tmp_path / "web.yml"
     path.write_text(text)
     return load_web_config(path)
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (":9816", ("", 9816)),
-        ("0.0.0.0:9816", ("0.0.0.0", 9816)),
-        ("127.0.0.1:0", ("127.0.0.1", 0)),
-        ("[::]:9816", ("::", 9816)),
-        ("[::1]:9816", ("::1", 9816)),
-        ("npu-host-7:9816", ("npu-host-7", 9816)),
-    ],
-)
-def test_a_listen_address_is_host_and_port(text: str, expected: tuple[str, int]) -> None:
-    assert parse_listen_address(text) == expected
-
-
-@pytest.mark.parametrize("text", ["9816", "localhost", ":http", ":70000", "::1:9816", ""])
-def test_a_listen_address_without_a_port_or_brackets_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match=r"expected host:port|in brackets"):
-        parse_listen_address(text)
-
-
-def test_the_default_address_is_port_9816_on_every_interface() -> None:
-    assert parse_listen_address(DEFAULT_LISTEN) == ("", 9816)
 
 
 @pytest.mark.integration

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.analysis.baseline.names import BaselineName, safe_part
+from npuwatch.durable_files import sync_folder, write_synced
 
 SCHEMA_VERSION = 1
 BASELINES = "baselines"
@@ -223,11 +224,11 @@ class Archive:
         try:
             temporary.mkdir()
             for relative, text in contents.items():
-                _write_synced(temporary / relative, text)
+                write_synced(temporary / relative, text.encode())
             for folder in {(temporary / relative).parent for relative in contents}:
-                _sync_folder(folder)
+                sync_folder(folder)
             _swap_in(temporary, final)
-            _sync_folder(self.folder)
+            sync_folder(self.folder)
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
         return final
@@ -289,19 +290,3 @@ def _swap_in(temporary: Path, final: Path) -> None:
     final.rename(aside)
     temporary.rename(final)
     shutil.rmtree(aside, ignore_errors=True)
-
-
-def _write_synced(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-
-
-def _sync_folder(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -14,6 +14,7 @@ from pathlib import Path
 from npuwatch.analysis.doctor.host import DoctorOptions, Host
 from npuwatch.analysis.doctor.report import Check, Status
 from npuwatch.analysis.doctor.wording import count_of, human_age, human_bytes, human_rate
+from npuwatch.cann_roots import host_log_root
 
 FAST_GROWTH_BYTES_PER_S = 1 << 20
 """Faster than this is a DEBUG or INFO level left on (ERROR logging writes far less)."""
@@ -28,17 +29,11 @@ class LogFolderLocation:
 
 
 def log_folder_location(host: Host, explicit: Path | None) -> LogFolderLocation:
-    """Where CANN writes host logs: $ASCEND_PROCESS_LOG_PATH, else $ASCEND_WORK_PATH/log,
-    else ~/ascend/log (formats doc §5.1), unless the user named a folder."""
+    """Where CANN writes host logs (cann_roots.py), unless the user named a folder."""
     if explicit is not None:
         return LogFolderLocation(explicit, "--log-dir")
-    for name, suffix in (("ASCEND_PROCESS_LOG_PATH", ""), ("ASCEND_WORK_PATH", "log")):
-        path = host.env_path(name)
-        if path is not None:
-            return LogFolderLocation(path / suffix if suffix else path, f"${name}")
-    if host.home is not None:
-        return LogFolderLocation(host.home / "ascend" / "log", "~/ascend/log")
-    return LogFolderLocation(None, "no HOME")
+    root = host_log_root(host.environ, host.home)
+    return LogFolderLocation(root.path, root.named_by)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from npuwatch.sinks.prometheus.exporter import (
     DEFAULT_LISTEN,
     DEFAULT_PORT,
     MetricsServer,
-    parse_listen_address,
 )
 from npuwatch.sinks.prometheus.labels import CANN_CODES, CANN_MODULES, codes_named_by
 from npuwatch.sinks.prometheus.log_metrics import MAX_LABEL_SETS, LogMetrics
@@ -29,5 +28,4 @@ __all__ = [
     "WebSecurity",
     "codes_named_by",
     "load_web_config",
-    "parse_listen_address",
 ]

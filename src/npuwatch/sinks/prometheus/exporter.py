@@ -26,6 +26,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
+from npuwatch.setting_values import listen_address
 from npuwatch.sinks.prometheus.web_config import WebSecurity
 
 if TYPE_CHECKING:
@@ -52,18 +53,6 @@ _LANDING_PAGE = b"""<!DOCTYPE html>
 """
 
 
-def parse_listen_address(text: str) -> tuple[str, int]:
-    """(host, port) from `host:port`, `[ipv6]:port` or `:port` (host "": every interface)."""
-    host, colon, port = text.strip().rpartition(":")
-    if not colon or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected host:port, [ipv6]:port or :port, got {text!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    elif ":" in host:
-        raise ValueError(f"write an IPv6 address in brackets, as in [::1]:{port}; got {text!r}")
-    return host, int(port)
-
-
 class MetricsServer:
     """Serves a registry's metrics from its own thread until stopped."""
 
@@ -74,7 +63,7 @@ class MetricsServer:
         security: WebSecurity | None = None,
     ) -> None:
         self.listen = listen
-        self._host, self._port = parse_listen_address(listen)
+        self._host, self._port = listen_address(listen)
         self._security = security or WebSecurity()
         self._app = metrics_app(registry, self._security.auth)
         self._server: _Server | None = None

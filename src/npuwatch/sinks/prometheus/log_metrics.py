@@ -22,6 +22,7 @@ from typing import Protocol, get_args
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import Record
 from npuwatch.rules.model import Severity
 from npuwatch.sinks.prometheus.labels import CANN_CODES, CANN_MODULES, KINDS, LEVELS, NONE, OTHER
@@ -93,8 +94,9 @@ class LogMetrics:
             registry.register(self)
 
     def observe(self, records: Sequence[Record], kind: str) -> None:
-        """Count a committed batch of records of one log kind (`SourceInfo.kind`)."""
-        if not records:
+        """Count a committed batch of records of one log kind (`SourceInfo.kind`); device
+        readings and profiling operators are no logs, and are not counted."""
+        if not records or kind in TELEMETRY_KINDS:
             return
         pairs = Counter(zip(map(_LEVEL, records), map(_LOGGER, records), strict=True))
         codes: Counter[tuple[str, str | None]] = Counter()

@@ -27,7 +27,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
-from npuwatch.config_sources import ConfigError, ConfigProblem
+from npuwatch.config.loading import ConfigError, ConfigProblem
 from npuwatch.sinks.prometheus.passwords import BCRYPT_HASH, BasicAuth, NoBcrypt, find_bcrypt
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)

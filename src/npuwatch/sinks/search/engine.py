@@ -1,0 +1,131 @@
+"""A search engine as the sink and `npuwatch es` see it: the few calls they make.
+
+Elasticsearch and OpenSearch answer the same REST API for everything the sink needs (bulk with
+`create`, index templates, data streams, counts); they differ in their client libraries, in how
+data is deleted after a while (ILM for Elasticsearch, the ISM plugin for OpenSearch) and in how
+a template names that policy. Each engine is a subclass in a module of its own
+(elasticsearch_engine.py, opensearch_engine.py) and `engines.py` chooses one. The client
+libraries are imported by those modules only, when a sink or `npuwatch es` needs one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+Flavour = Literal["elasticsearch", "opensearch"]
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the engine is and how to log in; secrets are read by the caller, never logged."""
+
+    flavour: Flavour
+    hosts: tuple[str, ...]
+    ca_file: Path | None = None
+    verify_certificates: bool = True
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    timeout_s: float = 30.0
+
+    def __repr__(self) -> str:  # the secrets stay out of logs and tracebacks
+        return f"Connection({self.flavour}, {list(self.hosts)})"
+
+
+class SearchEngine:
+    """A client of one engine; subclasses connect and manage the lifecycle policy."""
+
+    flavour: ClassVar[Flavour]
+    client: Any
+    unreachable: tuple[type[Exception], ...]
+    """The exceptions by which a request failed without any answer (refused connection,
+    timeout, TLS): the bulk helpers raise some of them even when asked not to."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.client, self._streaming_bulk, self.unreachable = self._connect(connection)
+
+    # -- what differs between engines ---------------------------------------------------------
+
+    @staticmethod
+    def _connect(
+        connection: Connection,
+    ) -> tuple[Any, Callable[..., Any], tuple[type[Exception], ...]]:
+        """The client, its bulk helper, and the exceptions that mean "no answer"."""
+        raise NotImplementedError
+
+    @staticmethod
+    def template_settings(namespace: str) -> dict[str, Any]:
+        """Index settings a template adds for the engine's lifecycle management."""
+        raise NotImplementedError
+
+    @staticmethod
+    def lifecycle_policy_body(delete_after_days: int, namespace: str) -> dict[str, Any]:
+        """The policy that rolls the data streams over and deletes them after the days."""
+        raise NotImplementedError
+
+    def put_lifecycle_policy(self, name: str, policy: dict[str, Any]) -> None:
+        """Create or replace the policy (`es setup` runs again after an upgrade)."""
+        raise NotImplementedError
+
+    def lifecycle_policy(self, name: str) -> dict[str, Any] | None:
+        """The installed policy, or None when there is none."""
+        raise NotImplementedError
+
+    @staticmethod
+    def lifecycle_unsupported(error: BaseException, delete_after_days: int) -> str | None:
+        """Why the engine cannot keep a lifecycle policy at all, when `error` says so."""
+        return None
+
+    # -- the same REST API on both ------------------------------------------------------------
+
+    def close(self) -> None:
+        self.client.close()
+
+    def info(self) -> dict[str, Any]:
+        return dict(self.client.info())
+
+    def bulk(
+        self, actions: Iterable[dict[str, Any]], chunk_docs: int, chunk_bytes: int
+    ) -> Iterator[tuple[bool, dict[str, Any]]]:
+        """(ok, item) for every action, in order; failures are returned, never raised."""
+        return self._streaming_bulk(  # type: ignore[no-any-return]
+            self.client,
+            actions,
+            chunk_size=chunk_docs,
+            max_chunk_bytes=chunk_bytes,
+            raise_on_error=False,
+            raise_on_exception=False,
+            max_retries=0,  # the sink retries, so that it can count and back off itself
+            yield_ok=True,
+        )
+
+    def put_index_template(self, name: str, body: dict[str, Any]) -> None:
+        self.client.indices.put_index_template(name=name, body=body)
+
+    def index_template(self, name: str) -> dict[str, Any] | None:
+        if not self.client.indices.exists_index_template(name=name):
+            return None
+        found = self.client.indices.get_index_template(name=name)
+        templates = found.get("index_templates", [])
+        return dict(templates[0]["index_template"]) if templates else None
+
+    def count(self, index: str, query: dict[str, Any] | None = None) -> int:
+        self.client.indices.refresh(index=index, ignore_unavailable=True)
+        body = {"query": query} if query is not None else None
+        found = self.client.count(index=index, body=body, ignore_unavailable=True)
+        return int(found["count"])
+
+
+def status_of(error: BaseException) -> int | None:
+    """The HTTP status an exception of either client carries, if any."""
+    for attribute in ("status_code", "status"):
+        value = getattr(error, attribute, None)
+        if isinstance(value, int):
+            return value
+    meta = getattr(error, "meta", None)
+    value = getattr(meta, "status", None)
+    return value if isinstance(value, int) else None

@@ -1,0 +1,49 @@
+"""The names npuwatch gives in the search engine: data streams, by Elastic's convention
+`<type>-<dataset>-<namespace>`, and the index template and lifecycle policy of a namespace."""
+
+from __future__ import annotations
+
+NAME_PREFIX = "npuwatch-logs-ascend"
+TEMPLATE_PRIORITY = 250
+"""Above the built-in `logs-*-*` template of Elasticsearch (priority 100)."""
+
+DEVICE_KINDS = frozenset(
+    {"device", "device-os", "device-app", "firmware", "event", "slogd", "npu-smi"}
+)
+"""Logs written by or for the NPU side, and npu-smi's readings of the devices; everything else
+(plog, training and console logs) is host-side and goes to the plog stream, except operators of
+profiling runs, which have a stream of their own."""
+
+
+def dataset_of(kind: str | None) -> str:
+    if kind == "profiling":
+        return "ascend.profiling"
+    return "ascend.device" if kind in DEVICE_KINDS else "ascend.plog"
+
+
+def record_stream(kind: str | None, namespace: str) -> str:
+    return f"logs-{dataset_of(kind)}-{namespace}"
+
+
+def events_stream(namespace: str) -> str:
+    return f"logs-ascend.events-{namespace}"
+
+
+def all_streams(namespace: str) -> list[str]:
+    return [
+        f"logs-ascend.plog-{namespace}",
+        f"logs-ascend.device-{namespace}",
+        f"logs-ascend.profiling-{namespace}",
+        events_stream(namespace),
+    ]
+
+
+def template_name(namespace: str) -> str:
+    """The index template of one namespace's data streams."""
+    return f"{NAME_PREFIX}-{namespace}"
+
+
+def policy_name(namespace: str) -> str:
+    """One lifecycle policy per namespace, as one template: clusters sharing an engine may keep
+    their data for different times, and OpenSearch's policy names its indices itself."""
+    return f"{NAME_PREFIX}-{namespace}"
