@@ -1,8 +1,8 @@
 """Durations and byte sizes as people write them in configuration: `200ms`, `1h30m`, `64KiB`.
 
-The parsers accept a plain number (seconds, bytes) or a string with units; config/values.py wraps them
-as pydantic types (stored as float seconds and int bytes, so runtime code never parses units
-again), and `grep --since 1h` uses them directly, without loading pydantic.
+The parsers accept a plain number (seconds, bytes) or a string with units; config/values.py
+wraps them as pydantic types (stored as float seconds and int bytes, so runtime code never
+parses units again), and `grep --since 1h` uses them directly, without loading pydantic.
 `format_duration` and `format_bytes` write the canonical short form back.
 """
 

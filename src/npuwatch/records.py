@@ -20,6 +20,8 @@ from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from npuwatch.vocabulary import ERROR_LEVELS
+
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 LogKind = Literal[
@@ -85,7 +87,6 @@ class Flag:
 
 
 FLAG_NAMES = list(Flag.BY_NAME)
-ERROR_LEVELS = frozenset({"ERROR", "EXCEPTION", "CRITICAL", "FATAL"})
 
 
 def format_timestamp(epoch_us: int) -> str:

@@ -90,14 +90,7 @@ class Harness:
         committed; the next start reads what is on disk."""
         agent = self.agent
         assert agent is not None
-        agent._reading_stop.set()
-        agent._pipeline_stop.set()
-        agent._sink_stop.set()
-        for thread in agent.workers:
-            thread.join(10)
-        if agent.metrics_server is not None:  # a killed process's socket closes with it
-            agent.metrics_server.stop()
-        agent.journal.close()
+        agent.abandon()
         self.agent = None
 
     def records(self) -> Iterator[StoredRecord]:

@@ -74,9 +74,7 @@ def test_exit_codes_through_the_installed_command(tmp_path: Path) -> None:
 def test_a_missing_folder_is_one_line_that_says_what_to_give(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "summary", str(tmp_path / "nothing")])
-    assert exit_info.value.code == 2
+    assert main(["profile", "summary", str(tmp_path / "nothing")]) == 2
     assert capsys.readouterr().err == (
         f"npuwatch: profile folder {tmp_path / 'nothing'} does not exist: give an msprof PROF_* "
         "folder, a torch_npu *_ascend_pt folder, or the folder that holds the runs of several "
@@ -86,9 +84,7 @@ def test_a_missing_folder_is_one_line_that_says_what_to_give(
 
 def test_a_file_instead_of_a_folder_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     kernels = TORCH / "worker0_31001_20250301080000123_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
-    with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "summary", str(kernels / "kernel_details.csv")])
-    assert exit_info.value.code == 2
+    assert main(["profile", "summary", str(kernels / "kernel_details.csv")]) == 2
     assert "is a file: give an msprof PROF_* folder" in capsys.readouterr().err
 
 
@@ -96,9 +92,7 @@ def test_a_folder_without_runs_says_what_was_expected(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "plog").mkdir()
-    with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "summary", str(tmp_path)])
-    assert exit_info.value.code == 2
+    assert main(["profile", "summary", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"npuwatch: no profiling run in {tmp_path}: expected PROF_*")
     assert err.count("\n") == 1
@@ -108,9 +102,7 @@ def test_runs_with_nothing_parsed_yet_are_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "w_1_1_ascend_pt" / "FRAMEWORK").mkdir(parents=True)
-    with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "summary", str(tmp_path)])
-    assert exit_info.value.code == 2
+    assert main(["profile", "summary", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "1 run(s) in" in err and "nothing to summarise yet" in err and "analyse.done" in err
 
@@ -122,9 +114,7 @@ def test_plot_without_matplotlib_points_at_the_extra(
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
     monkeypatch.delitem(sys.modules, "npuwatch.analysis.profile_plot", raising=False)
-    with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "summary", str(TORCH), "--plot", str(tmp_path / "x.png")])
-    assert exit_info.value.code == 2
+    assert main(["profile", "summary", str(TORCH), "--plot", str(tmp_path / "x.png")]) == 2
     captured = capsys.readouterr()
     assert captured.err == "npuwatch: --plot needs matplotlib: pip install 'npuwatch[plot]'\n"
     assert captured.out == ""
@@ -134,17 +124,13 @@ def test_plot_without_matplotlib_points_at_the_extra(
 def test_a_plot_that_cannot_be_written_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "summary", str(MSPROF), "--plot", str(tmp_path / "no" / "x.png")])
-    assert exit_info.value.code == 2
+    assert main(["profile", "summary", str(MSPROF), "--plot", str(tmp_path / "no" / "x.png")]) == 2
     assert capsys.readouterr().err.startswith("npuwatch: cannot write the plot ")
 
 
 @pytest.mark.parametrize("top", ["0", "-3", "many"])
 def test_top_must_be_a_positive_number(top: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["profile", "summary", str(MSPROF), "--top", top])
-    assert exit_info.value.code == 2
+    assert main(["profile", "summary", str(MSPROF), "--top", top]) == 2
     assert "argument --top" in capsys.readouterr().err
 
 

@@ -11,10 +11,10 @@ import pytest
 from npuwatch.analysis.findings import verdict
 from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.parsers import StreamParser
-from npuwatch.records import ERROR_LEVELS
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.examples import run_examples
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
+from npuwatch.vocabulary import ERROR_LEVELS
 from tests.conftest import TREES, utc_clock
 
 RULES = load_rules([DEFAULT_PACKS])

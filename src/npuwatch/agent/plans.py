@@ -27,9 +27,10 @@ from npuwatch.config import (
     PrometheusSinkSection,
     RulesSection,
 )
+from npuwatch.default_paths import SYSTEM_RULES
 from npuwatch.journal.store import JournalSettings
 from npuwatch.parsers.stream import ParseLimits
-from npuwatch.rules.loader import DEFAULT_PACKS, SYSTEM_RULES, RuleSet, load_rules
+from npuwatch.rules.loader import DEFAULT_PACKS, RuleSet, load_rules
 from npuwatch.setting_values import command_words
 from npuwatch.sinks.prometheus.web_config import WebSecurity, load_web_config
 

@@ -294,6 +294,20 @@ class Agent:
             log.error("could not drain within the stop timeout; the rest is read again at start")
         return drained
 
+    def abandon(self, timeout: float = 10.0) -> None:
+        """Leave without draining, as a killed agent would as far as threads can: every thread
+        stops where it is, nothing more is committed, and the next start reads again from the
+        last commit (what RELIABILITY's crash scenarios rely on)."""
+        self._reading_stop.set()
+        self._pipeline_stop.set()
+        self._sink_stop.set()
+        self._wake.set()
+        for thread in self.workers:
+            thread.join(timeout)
+        if self.metrics_server is not None:  # a killed process's socket closes with it
+            self.metrics_server.stop()
+        self.journal.close()
+
 
 def _left(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.0)

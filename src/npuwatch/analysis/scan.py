@@ -20,8 +20,9 @@ from typing import Any
 from npuwatch.analysis.correlation import Incident
 from npuwatch.analysis.findings import Verdict, group, verdict
 from npuwatch.analysis.findings import place as place_of
-from npuwatch.records import ERROR_LEVELS, Flag, Record, SourceInfo, format_timestamp
+from npuwatch.records import Flag, Record, SourceInfo, format_timestamp
 from npuwatch.rules.events import Event
+from npuwatch.vocabulary import ERROR_LEVELS
 
 DEFAULT_CONTEXT_LINES = 50
 

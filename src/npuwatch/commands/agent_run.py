@@ -16,6 +16,7 @@ import signal
 import sqlite3
 import sys
 import threading
+import warnings
 from types import FrameType
 from typing import Any
 
@@ -49,9 +50,11 @@ def run_agent(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="npuwatch: %(levelname)s %(message)s", stream=sys.stderr
     )
-    # watchdog logs an ERROR when its observer is stopped with events in flight; the events are
-    # hints and the rescan covers them, so that is no operator's business.
+    # watchdog logs an ERROR when its observer is stopped with events in flight, and warns when
+    # a folder created in a burst is watched twice; the events are hints and the rescan covers
+    # them, so neither is an operator's business.
     logging.getLogger("watchdog").setLevel(logging.CRITICAL)
+    warnings.filterwarnings("ignore", "Callback with id .* already exists", RuntimeWarning)
     # The search clients log every request at INFO (`POST …/_bulk [status:200 …]`): a line a
     # second in the journal of every host while shipping. The sink logs what goes wrong itself.
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:

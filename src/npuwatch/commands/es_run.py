@@ -10,18 +10,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
-from npuwatch.config import (
-    Config,
-    ConfigError,
-    ConfigUnreadable,
-    SearchSinkSection,
-    config_path_from,
-    load_config,
-)
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK
+from npuwatch.config import Config, SearchSinkSection, config_path_from, load_config
+from npuwatch.problems import Problems
 from npuwatch.sinks.search.engine import SearchEngine, status_of
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.settings import (
+    SECTION,
     SecretUnreadable,
     connection_from,
     dead_letter_path,
@@ -31,10 +26,7 @@ from npuwatch.sinks.search.templates import index_template, lifecycle_policy
 
 
 def run_setup(args: argparse.Namespace) -> int:
-    loaded = _load(args)
-    if loaded is None:
-        return EXIT_USAGE
-    _, section, engine = loaded
+    _, section, engine = _load(args)
     problems = 0
     try:
         name = template_name(section.namespace)
@@ -61,10 +53,7 @@ def run_setup(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    loaded = _load(args)
-    if loaded is None:
-        return EXIT_USAGE
-    config, section, engine = loaded
+    config, section, engine = _load(args)
     problems = 0
     try:
         try:
@@ -122,16 +111,10 @@ def run_check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if problems else EXIT_OK
 
 
-def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEngine] | None:
-    try:
-        config = load_config(args.config or config_path_from(os.environ), os.environ)
-    except ConfigUnreadable as error:
-        print(f"npuwatch: {error}", file=sys.stderr)
-        return None
-    except ConfigError as error:
-        for problem in error.problems:
-            print(f"npuwatch: {problem}", file=sys.stderr)
-        return None
+def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEngine]:
+    """The configuration, its search-engine section with the command line's overrides, and a
+    client; Problems naming every key that is wrong."""
+    config = load_config(args.config or config_path_from(os.environ), os.environ)
     updates: dict[str, Any] = {}
     if args.flavour:
         updates["flavour"] = args.flavour
@@ -145,15 +128,14 @@ def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEn
         )
         engine = connect(connection_from(section, os.environ))
     except ValidationError as error:
-        for detail in error.errors():
-            key = ".".join(str(part) for part in detail["loc"])
+        raise Problems(
             # A validator's own reason, without pydantic's "Value error, " in front of it.
-            reason = detail.get("ctx", {}).get("error", detail["msg"])
-            print(f"npuwatch: [sinks.elasticsearch] {key}: {reason}", file=sys.stderr)
-        return None
+            f"{SECTION} {'.'.join(map(str, detail['loc']))}: "
+            f"{detail.get('ctx', {}).get('error', detail['msg'])}"
+            for detail in error.errors()
+        ) from None
     except (SecretUnreadable, ValueError) as error:
-        print(f"npuwatch: [sinks.elasticsearch] {error}", file=sys.stderr)
-        return None
+        raise Problems([f"{SECTION} {error}"]) from None
     return config, section, engine
 
 

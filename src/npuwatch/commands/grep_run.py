@@ -29,7 +29,6 @@ from npuwatch.terminal import Palette, wants_colour
 if TYPE_CHECKING:
     from npuwatch.journal.context import ContextReader
 
-_DEFAULT_JOURNAL = "/var/lib/npuwatch/journal"
 _CANN_DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})-(\d{2}:)")
 _CANN_FRACTION = re.compile(r"(:\d{2}\.\d{3})\.(\d{3})$")
 """A plog's time ends in milliseconds and microseconds apart: `09:37:31.402.500`."""
@@ -115,11 +114,12 @@ def journal_directory(args: argparse.Namespace) -> Directory:
             return inside
         return given
     from npuwatch.config import ConfigError, config_path_from, load_config  # noqa: PLC0415
+    from npuwatch.default_paths import JOURNAL_FOLDER, STATE_DIRECTORY  # noqa: PLC0415
 
     try:
         return load_config(config_path_from(os.environ), os.environ).journal_path()
     except ConfigError:
-        return _DEFAULT_JOURNAL
+        return str(STATE_DIRECTORY / JOURNAL_FOLDER)
 
 
 def run_grep(args: argparse.Namespace) -> int:

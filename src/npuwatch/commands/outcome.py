@@ -10,9 +10,11 @@ from __future__ import annotations
 import sys
 from typing import NoReturn
 
+from npuwatch.problems import EXIT_USAGE, Problems
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
-EXIT_USAGE = 2
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "error", "fail"]
 
 
 def error(message: str) -> None:
@@ -20,6 +22,6 @@ def error(message: str) -> None:
 
 
 def fail(message: str) -> NoReturn:
-    """Print `message` as an error line and leave with the usage/input exit code."""
-    error(message)
-    raise SystemExit(EXIT_USAGE)
+    """Leave with `message` as the error line and the usage/input exit code (cli.main says
+    it)."""
+    raise Problems([message])

@@ -36,6 +36,7 @@ from npuwatch.config.sinks import (
     SinksSection,
 )
 from npuwatch.config.values import ByteSize, Duration
+from npuwatch.default_paths import CONFIG_PATH, CONFIG_PATH_VARIABLE, JOURNAL_FOLDER
 from npuwatch.quantities import format_bytes, format_duration
 
 __all__ = [
@@ -64,8 +65,7 @@ __all__ = [
     "load_config",
 ]
 
-DEFAULT_CONFIG_PATH = Path("/etc/npuwatch/npuwatch.toml")
-CONFIG_PATH_VARIABLE = "NPUWATCH_CONFIG"
+DEFAULT_CONFIG_PATH = CONFIG_PATH
 
 
 class Config(BaseModel):
@@ -84,7 +84,7 @@ class Config(BaseModel):
     def journal_path(self) -> Path:
         """The journal folder: journal.path (under state_directory when relative), else
         <state_directory>/journal."""
-        return self.agent.state_directory / (self.journal.path or "journal")
+        return self.agent.state_directory / (self.journal.path or JOURNAL_FOLDER)
 
 
 _EXAMPLE_HEADER = (

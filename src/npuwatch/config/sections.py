@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from npuwatch.config.values import ByteSize, Duration
+from npuwatch.default_paths import STATE_DIRECTORY
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.setting_values import command_words
 
@@ -30,7 +31,7 @@ class AgentSection(BaseModel):
         examples=["ascend-node-01"],
     )
     state_directory: Path = Field(
-        default=Path("/var/lib/npuwatch"),
+        default=STATE_DIRECTORY,
         description="where offsets and the journal live (systemd: StateDirectory=npuwatch)",
     )
     drain_timeout: Duration = Field(

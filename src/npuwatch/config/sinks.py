@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, field_validator
 from npuwatch.config.sections import STRICT, STRICT_AND_DISCREET
 from npuwatch.config.values import ByteSize, Duration
 from npuwatch.setting_values import check_namespace, listen_address
+from npuwatch.vocabulary import ShippedLevel
 
 
 class ConsoleSinkSection(BaseModel):
@@ -65,7 +66,7 @@ class SearchSinkSection(BaseModel):
     password_file: Path | None = Field(
         default=None, description="file holding that user's password"
     )
-    min_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+    min_level: ShippedLevel = Field(
         default="DEBUG",
         description="ship log records of this level and above; the rest stay in the local "
         "journal for `npuwatch grep` (INFO keeps a DEBUG flood out of the cluster). Records "

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-NOTABLE_LEVELS = frozenset({"WARNING", "WARN", "ERROR", "EXCEPTION", "CRITICAL", "FATAL", "EVENT"})
-"""Records at these levels (and any record carrying an error code) get a row of their own in the
-journal's index, so that questions about them never open a block."""
+from npuwatch.vocabulary import NOTABLE_LEVELS
+
+__all__ = ["NOTABLE_LEVELS", "FileSource", "StoredRecord"]
 
 
 class FileSource(NamedTuple):

@@ -15,23 +15,10 @@ import re
 from npuwatch.parsers.slog_body import parse_body
 from npuwatch.parsers.timestamps import PRE_CLOCK_SYNC_YEAR, LocalClock
 from npuwatch.records import Flag, Record
+from npuwatch.vocabulary import SLOG_LEVELS as LEVELS
 
 PRE_CLOCK_SYNC_PREFIX = str(PRE_CLOCK_SYNC_YEAR)
 
-LEVELS = frozenset(
-    {
-        "DEBUG",
-        "INFO",
-        "WARNING",
-        "ERROR",
-        "NULL",
-        "EVENT",
-        "TRACE",
-        "OPLOG",
-        "EXCEPTION",
-        "CRITICAL",
-    }
-)
 _LEVEL_REPAIRS = {"ERR0R": "ERROR", "WARN": "WARNING"}
 
 STRICT = re.compile(

@@ -26,10 +26,7 @@ from npuwatch.parsers.paths import describe_path
 from npuwatch.parsers.slog import SlogRecord
 from npuwatch.parsers.timestamps import LocalClock, year_of
 from npuwatch.records import BatchIndex, Flag, Record
-
-_QUIET_LEVELS = frozenset({"DEBUG", "INFO", "EVENT", "TRACE", "OPLOG", "NULL"})
-"""Levels whose records are not searched for numeric ACL codes: in them a six-digit number is
-a size or a counter far more often than an error code, and the search costs on every line."""
+from npuwatch.vocabulary import QUIET_LEVELS
 
 
 @dataclass(frozen=True)
@@ -96,7 +93,7 @@ class StreamParser:
         )
         # The loop keeps its state in locals and writes it back at the end: attribute access
         # per line is a measurable share of the parse on a slow interpreter.
-        quiet = _QUIET_LEVELS
+        quiet = QUIET_LEVELS
         append = done.append
         levels: list[str | None] = []
         add_level = levels.append
@@ -236,7 +233,7 @@ class StreamParser:
                 codes = preset + [code for code in codes if code not in preset]
             if codes:
                 record.error_codes = codes
-        if record.level not in _QUIET_LEVELS:
+        if record.level not in QUIET_LEVELS:
             runtime_codes = find_runtime_codes(text)
             if runtime_codes:
                 record.runtime_codes = runtime_codes

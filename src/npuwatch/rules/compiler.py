@@ -17,6 +17,7 @@ from typing import Any
 from npuwatch.records import Record
 from npuwatch.rules.fields import EXTRACTED_PREFIX, FIELDS, close_matches, resolve_field
 from npuwatch.rules.grammar import And, Comparison, Node, Not, Or
+from npuwatch.vocabulary import CHATTY_MODULES
 
 Predicate = Callable[[Record], bool]
 Extractor = Callable[[Record], dict[str, str]]
@@ -92,30 +93,6 @@ def condition_keys(node: Node) -> frozenset[IndexKey] | None:
     return _keys(node)
 
 
-_BUSY_MODULES = frozenset(
-    {
-        "RUNTIME",
-        "GE",
-        "HCCL",
-        "DRV",
-        "TDT",
-        "ASCENDCL",
-        "IDEDD",
-        "PROFILING",
-        "ATRACE",
-        "HCCP",
-        "FE",
-        "AICPU",
-        "CCECPU",
-        "TEFUSION",
-        "TSCH",
-        "KERNEL",
-        "FMK",
-        "DVPP",
-        "IMP",
-        "LPM",
-    }
-)
 """Modules that write much of a busy plog; a rule keyed by any other module is cheap."""
 
 
@@ -127,7 +104,7 @@ def key_cost(keys: Iterable[IndexKey]) -> int:
         elif kind == "format":
             total += 1000 if value == "slog" else 2
         elif kind == "module":
-            total += 100 if value in _BUSY_MODULES else 70  # dearer than a literal: a module
+            total += 100 if value in CHATTY_MODULES else 70  # dearer than a literal: a module
             # key makes the engine read every record's module
         else:
             total += _KEY_COSTS.get(kind, 1000)

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from npuwatch.default_paths import SYSTEM_RULES
 from npuwatch.problems import Problems
 from npuwatch.records import Record
 from npuwatch.rules.compiler import CompileError, Extractor, compile_condition
@@ -26,7 +27,6 @@ from npuwatch.rules.model import PackSpec, Rule, RuleSpec
 DEFAULT_PACKS = Path(__file__).resolve().parent / "packs"
 # libyaml's loader when PyYAML was built with it (ten times faster); both keep positions.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-SYSTEM_RULES = Path("/etc/npuwatch/rules.d")
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import pytest
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.parsers.npu_smi import parse_npu_smi
 from npuwatch.parsers.telemetry import DEVICE_KIND
-from npuwatch.records import ERROR_LEVELS
 from npuwatch.sinks.search.engine import SearchEngine
 from npuwatch.sinks.search.streams import all_streams
 from npuwatch.sinks.search.templates import index_template
+from npuwatch.vocabulary import ERROR_LEVELS
 from tests.agent.telemetry_agent import SAMPLE, journal_telemetry
 from tests.npu_smi_samples import load_doc_samples
 from tests.sinks.search.conftest import (

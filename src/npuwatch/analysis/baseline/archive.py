@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.analysis.baseline.names import BaselineName, safe_part
+from npuwatch.default_paths import SYSTEM_ARCHIVE
 from npuwatch.durable_files import sync_folder, write_synced
 
 SCHEMA_VERSION = 1
@@ -35,7 +36,6 @@ METADATA_FILE = "baseline.json"
 RANKS_FOLDER = "ranks"
 LATEST = "latest"
 ENVIRONMENT_VARIABLE = "NPUWATCH_ARCHIVE"
-SYSTEM_ARCHIVE = Path("/var/lib/npuwatch/archive")
 
 ARCHIVE_RULE = (
     f"${ENVIRONMENT_VARIABLE}, else {SYSTEM_ARCHIVE} when it exists and you may write to it, "

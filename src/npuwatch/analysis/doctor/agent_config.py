@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from npuwatch.analysis.doctor.host import Host, is_file
 from npuwatch.analysis.doctor.report import Check
+from npuwatch.default_paths import CONFIG_PATH, CONFIG_PATH_VARIABLE
 
-# The same names as npuwatch.config's, repeated because importing that module loads pydantic.
-CONFIG_PATH_VARIABLE = "NPUWATCH_CONFIG"
-DEFAULT_CONFIG_PATH = "/etc/npuwatch/npuwatch.toml"
+DEFAULT_CONFIG_PATH = str(CONFIG_PATH)
 
 
 def agent_config_check(host: Host) -> Check:

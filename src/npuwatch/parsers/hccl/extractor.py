@@ -33,7 +33,8 @@ from npuwatch.parsers.hccl.model import (
 )
 from npuwatch.parsers.hccl.process_state import SAME_FAILURE_US, ProcessState
 from npuwatch.parsers.hccl.where import Lines, Where, add_evidence
-from npuwatch.records import ERROR_LEVELS, Record
+from npuwatch.records import Record
+from npuwatch.vocabulary import ERROR_LEVELS
 
 DEFAULT_EVENTS_PER_PROCESS = 64
 """Distinct failure events kept per process; more are counted, not kept."""

@@ -3,7 +3,7 @@
 Every label is bounded by a fixed vocabulary, so that a log line can never create a time series:
 
 * `kind`: the log kinds a path can name (`records.LogKind`).
-* `level`: the levels the parsers write (`slog.LEVELS` and the error levels).
+* `level`: the levels the parsers write (vocabulary.LABEL_LEVELS).
 * `module`: the CANN module ids of `log_types.h` (formats doc §1.1), the firmware and host-tool
   modules seen in real logs, MindSpore's own loggers and npuwatch's. Framework logger names that
   the neighbour formats carry (`torch.distributed...`) are not modules and fold to `other`.
@@ -21,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import get_args
 
-from npuwatch.parsers.slog import LEVELS as SLOG_LEVELS
-from npuwatch.records import ERROR_LEVELS, LogKind
+from npuwatch.records import LogKind
 from npuwatch.rules.fields import resolve_field
 from npuwatch.rules.grammar import And, Node, Not, Or
 from npuwatch.rules.model import Rule
+from npuwatch.vocabulary import CANN_MODULES, LABEL_LEVELS
+
+__all__ = ["CANN_CODES", "CANN_MODULES", "KINDS", "LEVELS", "NONE", "OTHER", "codes_named_by"]
 
 OTHER = "other"
 """The value of a label whose real value is not in its vocabulary."""
@@ -33,26 +35,12 @@ NONE = "none"
 """The value of a label whose field the record does not have."""
 
 KINDS: frozenset[str] = frozenset(get_args(LogKind))
-LEVELS: frozenset[str] = SLOG_LEVELS | ERROR_LEVELS
+LEVELS: frozenset[str] = LABEL_LEVELS
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
-
-CANN_MODULES = _words(
-    # log_types.h
-    "SLOG IDEDD SCC HCCL FMK CCU DVPP RUNTIME CCE HDC DRV NET HIXL DEVMM KERNEL LIBMEDIA CCECPU "
-    "ROS HCCP ROCE TEFUSION PROFILING DP APP TS TSDUMP AICPU LP TDT FE MD MB ME IMU IMP GE CAMERA "
-    "ASCENDCL TEEOS ISP SIS HSM DSS PROCMGR BBOX AIVECTOR TBE FV PYPTO TUNE HSS FFTS OP UDF HICAID "
-    "TSYNC AUDIO TPRT ASCENDCKERNEL ASYS ATRACE RTC SYSMONITOR AML ADETECT "
-    # firmware, host tools
-    "TSCH LPM MCU IDEDH "
-    # MindSpore's own logger (the modules the default rules name)
-    "DEVICE SESSION PIPELINE "
-    # npuwatch's own log lines
-    "NPUWATCH"
-)
 
 CODE_FAMILIES = sorted(
     _words("E1 E2 E3 E4 E5 E6 E7 E8 E9 EA EB EE EF EH EI EJ EK EL EM EO EP EZ W4 WE")

@@ -17,11 +17,11 @@ from typing import Any, NamedTuple
 
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.documents import to_record
-from npuwatch.journal.rows import NOTABLE_LEVELS
 from npuwatch.journal.segment import StoredBlock
 from npuwatch.parsers.telemetry import TELEMETRY_KINDS
-from npuwatch.records import ERROR_LEVELS, format_timestamp
+from npuwatch.records import format_timestamp
 from npuwatch.sinks.search.streams import dataset_of, events_stream, record_stream
+from npuwatch.vocabulary import LEVEL_RANKS
 
 
 class Action(NamedTuple):
@@ -45,23 +45,12 @@ def record_id(host: str, file_key: str, offset: int | str) -> str:
     return base64.urlsafe_b64encode(digest).decode("ascii")
 
 
-_LEVEL_RANKS = {
-    "TRACE": 0,
-    "DEBUG": 0,
-    "INFO": 1,
-    # What the journal indexes as notable (WARNING, EVENT…) ranks with warnings, and the error
-    # levels above them: one definition of each, shared with `grep`'s index.
-    **dict.fromkeys(NOTABLE_LEVELS, 2),
-    **dict.fromkeys(ERROR_LEVELS, 3),
-}
-
-
 def levels_below(minimum: str) -> frozenset[str]:
     """The levels a sink with `min_level = minimum` leaves in the journal. A record with no
     level, or one this table does not know, is always shipped: it may be the traceback that
     explains the failure."""
-    floor = _LEVEL_RANKS[minimum]
-    return frozenset(level for level, rank in _LEVEL_RANKS.items() if rank < floor)
+    floor = LEVEL_RANKS[minimum]
+    return frozenset(level for level, rank in LEVEL_RANKS.items() if rank < floor)
 
 
 def block_actions(
