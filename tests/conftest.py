@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
 from datetime import timezone
 from pathlib import Path
 
@@ -9,6 +12,7 @@ import pytest
 
 from npuwatch.parsers import LocalClock, parse_bytes
 from npuwatch.records import Record
+from tests.real_servers import unmarked_real_server_tests
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -45,3 +49,28 @@ def real_logs() -> list[Path]:
     if not files:
         pytest.skip("../shared/real-logs is not present on this machine")
     return files
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    problems = unmarked_real_server_tests(items)
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
+
+
+THREAD_GRACE_S = 5.0
+"""How long a test's threads may take to end after it (a stopped agent's last joins)."""
+
+
+@pytest.fixture(autouse=True)
+def no_thread_is_left_running() -> Iterator[None]:
+    """Fail a test that leaves a thread of its own running (as watchdog's suite does): a thread
+    that outlives its test is an agent, a sink or a server that was never stopped."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + THREAD_GRACE_S
+    while True:
+        left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    assert not left, f"threads left running after the test: {sorted(t.name for t in left)}"

@@ -8,12 +8,13 @@ The next hop (`/metrics`) exposes whatever registry the agent built.
 from __future__ import annotations
 
 import threading
+from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
 from npuwatch import __version__
 
-SOURCE_PROBLEMS = ("unreadable", "not_regular_file", "vanished", "watch_failed")
+SourceProblemReason = Literal["unreadable", "not_regular_file", "vanished", "watch_failed"]
 """The reasons `source_problems` counts (a fixed set, so the label stays bounded)."""
 
 

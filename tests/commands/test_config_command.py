@@ -401,3 +401,53 @@ def test_check_fails_like_the_agent_on_a_web_configuration_it_cannot_read(
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1
     assert err[0].startswith(f"npuwatch: {web}")
+
+
+# --- the check and the agent refuse the same configurations, in the same words ---------------
+
+
+def refusals(tmp_path: Path) -> dict[str, str]:
+    """Configurations the agent refuses to start with, by what is wrong in them."""
+    pack = tmp_path / "site.yaml"
+    pack.write_text(BROKEN_PACK, encoding="utf-8")
+    state = f'[agent]\nstate_directory = "{tmp_path / "state"}"\n'
+    return {
+        "a rule pack that does not load": f'{state}[rules]\npaths = ["{pack}"]\n',
+        "a secret file nobody may read": (
+            f"{state}[sinks.elasticsearch]\nenabled = true\nhosts = "
+            f'["https://es-1:9200"]\nusername = "u"\npassword_file = "{tmp_path / "nothing"}"\n'
+        ),
+        "a web configuration that cannot be read": (
+            f'{state}[sinks.prometheus]\nweb_config_file = "{tmp_path / "web.yml"}"\n'
+        ),
+        "an unknown sink option": f'{state}[sinks.console]\ncolour = "always"\n',
+        "an unknown sink": f'{state}[sinks.kafka]\nenabled = true\n',
+    }
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        "a rule pack that does not load",
+        "a secret file nobody may read",
+        "a web configuration that cannot be read",
+        "an unknown sink option",
+        "an unknown sink",
+    ],
+)
+def test_the_agent_refuses_what_the_check_refuses_with_the_same_lines(
+    wrong: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, refusals(tmp_path)[wrong])
+    check = main(["config", "check", str(path)])
+    checked = capsys.readouterr()
+    agent = main(["agent", "--config", str(path)])
+    refused = capsys.readouterr()
+    assert check in (1, 2) and agent == 2
+    assert checked.out == "" and refused.out == ""
+    # The check prints a wrong value as an editor reads it (`file: key: reason`); the agent puts
+    # npuwatch's name in front. The lines are otherwise the same, and name file, key and reason.
+    said = [line.removeprefix("npuwatch: ") for line in checked.err.splitlines()]
+    assert said == [line.removeprefix("npuwatch: ") for line in refused.err.splitlines()]
+    assert said and all(str(tmp_path) in line or "rules have errors" in line for line in said)
+    assert not (tmp_path / "state").exists()  # neither of them wrote anything

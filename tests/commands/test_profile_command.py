@@ -130,7 +130,9 @@ def test_a_plot_that_cannot_be_written_is_an_error(
 
 @pytest.mark.parametrize("top", ["0", "-3", "many"])
 def test_top_must_be_a_positive_number(top: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["profile", "summary", str(MSPROF), "--top", top]) == 2
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own refusal
+        main(["profile", "summary", str(MSPROF), "--top", top])
+    assert exit_info.value.code == 2
     assert "argument --top" in capsys.readouterr().err
 
 

@@ -53,6 +53,7 @@ from tests.deploy.test_grafana_dashboard import (
     variable_queries,
 )
 from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples, table_only, with_hbm_used
+from tests.real_servers import real_server
 
 pytestmark = pytest.mark.integration
 
@@ -227,6 +228,7 @@ def plog_path(folder: Path, started: datetime) -> Path:
 
 
 @pytest.fixture(scope="module")
+@real_server("Prometheus and Alertmanager (Debian packages) fed by a real agent")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     prometheus = binary("prometheus", "prometheus")
     promtool = binary("promtool", "prometheus")

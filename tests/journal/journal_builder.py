@@ -20,7 +20,7 @@ from pathlib import Path
 from npuwatch.agent.rules_stage import event_row
 from npuwatch.journal.block import encode_block
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, FileSource
-from npuwatch.journal.store import CommitBatch, Journal
+from npuwatch.journal.store import CommitBatch, Journal, list_segments
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
@@ -176,7 +176,7 @@ def write_segment(directory: Path, batches: Sequence[CommitBatch]) -> int:
     try:
         for batch in batches:
             journal.commit(batch)
-        return journal.active_sequence
+        return newest_sequence(journal.directory)
     finally:
         journal.close()
 
@@ -199,3 +199,8 @@ def write_journal(
         if share:
             contents.segments.append(write_segment(directory, share))
     return contents
+
+
+def newest_sequence(directory: Path) -> int:
+    """The sequence of the newest segment: the one an open journal writes to."""
+    return list_segments(directory)[-1][0]

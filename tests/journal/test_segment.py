@@ -176,11 +176,6 @@ def test_a_block_row_gives_back_its_source_time_range_offsets_and_payload(
     )
     assert (block.count, block.first_offset, block.end_offset) == (3, 0, len(lines))
     assert [record.original for record in decode_block(block.payload)] == lines.splitlines()
-    assert segment.time_range() == (
-        epoch_us("2025-09-14T09:00:10"),
-        epoch_us("2025-09-14T09:00:12"),
-        WRITTEN_US,
-    )
 
 
 def test_notable_rows_and_their_codes_point_at_their_block_and_position(

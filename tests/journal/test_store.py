@@ -30,6 +30,7 @@ from tests.journal.conftest import (
     segment_files,
 )
 from tests.journal.full_disk import fill, small_tmpfs
+from tests.journal.journal_builder import newest_sequence
 from tests.journal.modes import mode_of, modes_under, umask
 
 NOON_S = epoch_us("2025-09-14T12:00:00") / 1_000_000
@@ -54,7 +55,7 @@ def write_segment(directory: Path, batch: CommitBatch) -> int:
     """Open the journal (a new segment), commit `batch`, close; the segment's sequence."""
     with opened(directory) as journal:
         journal.commit(batch)
-        return journal.active_sequence
+        return newest_sequence(journal.directory)
 
 
 def stored_checkpoints(path: Path) -> dict[str, Checkpoint]:
@@ -99,7 +100,7 @@ def test_every_open_starts_a_new_segment(tmp_path: Path) -> None:
     sequences = []
     for _ in range(3):
         with opened(tmp_path) as journal:
-            sequences.append(journal.active_sequence)
+            sequences.append(newest_sequence(journal.directory))
             journal.commit(CommitBatch(checkpoints=[checkpoint("a", 1)]))
     assert sequences == [1, 2, 3]
     assert segment_files(tmp_path) == [f"segment-0000000{n}.db" for n in (1, 2, 3)]
@@ -130,7 +131,7 @@ def test_a_segment_created_but_never_committed_is_deleted_at_open(
     with caplog.at_level(logging.WARNING), opened(tmp_path) as journal:
         assert journal.checkpoints == {"a": checkpoint("a", 100)}
         assert journal.quarantined == 0
-        assert journal.active_sequence == 2
+        assert newest_sequence(journal.directory) == 2
         assert stored_texts(segment_path(tmp_path, 2)) == []
     assert caplog.records == []
     assert not (tmp_path / "quarantine").exists()
@@ -173,7 +174,7 @@ def test_a_damaged_newest_segment_is_quarantined_and_the_one_before_it_is_used(
         assert journal.quarantined == 1
         assert journal.checkpoints == {"a": checkpoint("a", 100)}
         # Never the quarantined number again: a reader's position in it must not point here.
-        assert journal.active_sequence == 3
+        assert newest_sequence(journal.directory) == 3
     errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [(r.name, r.levelname) for r in errors] == [("npuwatch.journal.store", "ERROR")]
     assert "segment-00000002.db" in errors[0].getMessage()
@@ -211,9 +212,11 @@ def test_sequence_numbers_keep_growing_after_a_quarantine_across_restarts(tmp_pa
     write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("a", 2)]))
     _cut_in_half(segment_path(tmp_path, 2))
     with opened(tmp_path) as journal:
-        first = journal.active_sequence  # a crash before the first commit: nothing to keep
+        first = newest_sequence(
+            journal.directory
+        )  # a crash before the first commit: nothing to keep
     with opened(tmp_path) as journal:
-        second = journal.active_sequence
+        second = newest_sequence(journal.directory)
     # The second open deletes the empty segment 3; 2 is in quarantine, and never given again.
     assert (first, second) == (3, 3)
 
@@ -230,7 +233,7 @@ def test_a_segment_past_its_size_bound_rolls_and_the_new_one_holds_every_checkpo
         )
         journal.commit(CommitBatch(numbered_blocks(2, 2), checkpoints=[checkpoint("a", 2)]))
         journal.commit(CommitBatch(numbered_blocks(4, 2), checkpoints=[checkpoint("a", 3)]))
-        assert journal.active_sequence == 3
+        assert newest_sequence(journal.directory) == 3
     for sequence, offset in ((1, 1), (2, 2), (3, 3)):
         path = segment_path(tmp_path, sequence)
         assert stored_texts(path) == steps(2 * (sequence - 1), 2)
@@ -241,7 +244,7 @@ def test_a_segment_under_its_size_bound_takes_every_commit(tmp_path: Path) -> No
     with opened(tmp_path) as journal:
         for first in (0, 2, 4):
             journal.commit(CommitBatch(numbered_blocks(first, 2)))
-        assert journal.active_sequence == 1
+        assert newest_sequence(journal.directory) == 1
     assert stored_texts(segment_path(tmp_path, 1)) == steps(0, 6)
 
 
@@ -251,10 +254,10 @@ def test_a_new_utc_day_starts_a_new_segment(tmp_path: Path) -> None:
         journal.commit(CommitBatch(numbered_blocks(0, 1), checkpoints=[checkpoint("a", 1)]))
         now[0] += 1.5  # 23:59:59.5, the same day
         journal.commit(CommitBatch(numbered_blocks(1, 1), checkpoints=[checkpoint("a", 2)]))
-        assert journal.active_sequence == 1
+        assert newest_sequence(journal.directory) == 1
         now[0] += 1.0  # 00:00:00.5 the next day
         journal.commit(CommitBatch(numbered_blocks(2, 1), checkpoints=[checkpoint("b", 9)]))
-        assert journal.active_sequence == 2
+        assert newest_sequence(journal.directory) == 2
     assert stored_texts(segment_path(tmp_path, 1)) == steps(0, 2)
     assert stored_texts(segment_path(tmp_path, 2)) == steps(2, 1)
     assert stored_checkpoints(segment_path(tmp_path, 2)) == {
@@ -291,7 +294,6 @@ def test_retention_deletes_closed_segments_older_than_the_age_bound(
     Path(f"{segment_path(tmp_path, 1)}-shm").write_bytes(b"")
     deleted = four_segments.apply_retention()
     assert deleted == [segment_path(tmp_path, 1), segment_path(tmp_path, 2)]
-    assert four_segments.segments_deleted == 2
     assert segment_files(tmp_path) == ["segment-00000003.db", "segment-00000004.db"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("segment-00000001")]
 
@@ -361,11 +363,11 @@ def test_a_full_disk_at_a_roll_keeps_the_active_segment_and_rolls_when_space_ret
         for _ in range(2):
             with pytest.raises(JournalUnavailable):
                 journal.commit(batch)
-        assert journal.active_sequence == 1
+        assert newest_sequence(journal.directory) == 1
         assert segment_files(directory) == ["segment-00000001.db"]  # no half-made segment 2
         filler.unlink()
         journal.commit(batch)
-        assert journal.active_sequence == 2
+        assert newest_sequence(journal.directory) == 2
     assert stored_texts(segment_path(directory, 1)) == steps(100, 1)
     assert stored_texts(segment_path(directory, 2)) == steps(0, 20)
     with opened(directory) as journal:

@@ -14,17 +14,9 @@ import pytest
 
 from npuwatch.parsers.npu_smi import Problem
 from npuwatch.parsers.npu_smi_details import (
-    ChipMapping,
-    ChipMappingTable,
-    DeviceList,
     KeyValueBlock,
     KeyValueReport,
-    ListedNpu,
-    NpuTopology,
-    parse_chip_mapping,
-    parse_device_list,
     parse_key_value_output,
-    parse_topology,
 )
 from tests.npu_smi_samples import load_detail_samples
 
@@ -36,6 +28,7 @@ def samples() -> dict[str, str]:
     return load_detail_samples()
 
 
+# The doc also holds `-m` and `-t topo` samples; npuwatch reads neither (nothing uses them).
 MAPPING_SAMPLES = ("5#1", "5#2")
 KEY_VALUE_SAMPLES = (
     "6#1",
@@ -326,135 +319,6 @@ def test_a_two_chip_common_output_keeps_the_mcu_after_both_chips(samples: dict[s
     assert temperatures == [46.0, 51.0, 38.0]
 
 
-# --- `-l` (§7.6) ---------------------------------------------------------------------------
-
-
-def test_device_list_reads_the_total_and_each_npu(samples: dict[str, str]) -> None:
-    # The excerpt stops at NPU 1 of 8 ("continues to NPU 7"): the total is what was announced.
-    assert parse_device_list(samples["7.6"]) == DeviceList(
-        total_count=8,
-        npus=(ListedNpu(0, 1, None, None), ListedNpu(1, 1, None, None)),
-        problems=(),
-    )
-
-
-def test_device_list_reads_product_and_serial_when_the_driver_prints_them(
-    samples: dict[str, str],
-) -> None:
-    text = samples["7.6"].replace(
-        "        NPU ID                         : 1\n",
-        "        NPU ID                         : 1\n"
-        "        Product Name                   : IT21HMDC_Bin5\n"
-        "        Serial Number                  : 1025C9048791\n",
-    )
-    listed = parse_device_list(text).npus
-    assert listed[1] == ListedNpu(1, 1, "IT21HMDC_Bin5", "1025C9048791")
-
-
-def test_device_list_reports_an_unreadable_count_and_a_stray_block() -> None:
-    text = "Total Count : 2\n\nNPU ID : 0\nChip Count : many\n\nHealth Status : OK\n"
-    result = parse_device_list(text)
-    assert result.npus == (ListedNpu(0, None, None, None),)
-    lines = text.splitlines()
-    assert [(p.line_number, p.text) for p in result.problems] == [(4, lines[3]), (6, lines[5])]
-
-
-# --- `-m` (§5) -----------------------------------------------------------------------------
-
-
-def test_mapping_910a_reads_each_chip_and_its_logic_id(samples: dict[str, str]) -> None:
-    assert parse_chip_mapping(samples["5#1"]) == ChipMappingTable(
-        rows=(ChipMapping(0, 0, 0, "Ascend 910A"), ChipMapping(1, 0, 1, "Ascend 910A")),
-        problems=(),
-    )
-
-
-def test_mapping_310_reads_the_mcu_row_without_a_logic_id(samples: dict[str, str]) -> None:
-    table = parse_chip_mapping(samples["5#2"])
-    assert table.rows == (
-        ChipMapping(6, 0, 0, "MiniD"),
-        ChipMapping(6, 1, 1, "MiniD"),
-        ChipMapping(6, 2, 2, "MiniD"),
-        ChipMapping(6, 3, 3, "MiniD"),
-        ChipMapping(6, 4, None, "Mcu"),
-    )
-    assert table.problems == ()
-
-
-def test_mapping_with_a_leading_tab_per_line_reads_the_same(samples: dict[str, str]) -> None:
-    # The mind-cluster collection file of doc §5 prints the same table with a TAB per line.
-    tabbed = "".join(f"\t{line}\n" for line in samples["5#2"].splitlines())
-    assert parse_chip_mapping(tabbed) == parse_chip_mapping(samples["5#2"])
-
-
-def test_mapping_rows_under_an_unknown_header_are_problems_not_guesses() -> None:
-    text = (
-        "NPU ID   Slot ID   Chip ID   Chip Phy-ID   Chip Name\n"
-        "0        0         0         0             Ascend950PR\n"
-    )
-    table = parse_chip_mapping(text)
-    assert table.rows == ()
-    assert [p.line_number for p in table.problems] == [1, 2]
-
-
-def test_mapping_reports_a_row_before_the_header_and_a_bad_row(samples: dict[str, str]) -> None:
-    bad_rows = "x   0   0   Ascend 910A\n2   0   y   Ascend 910A\n1  0\n"
-    text = "0   0   0   Ascend 910A\n" + samples["5#1"] + bad_rows
-    table = parse_chip_mapping(text)
-    assert [row.npu_id for row in table.rows] == [0, 1]
-    lines = text.splitlines()
-    assert [(p.line_number, p.text) for p in table.problems] == [
-        (1, lines[0]),
-        (5, lines[4]),
-        (6, lines[5]),
-        (7, lines[6]),
-    ]
-
-
-# --- `-t topo` (§7.7) ----------------------------------------------------------------------
-
-
-def test_topology_reads_the_link_types_and_affinity_and_ignores_the_legend(
-    samples: dict[str, str],
-) -> None:
-    topology = parse_topology(samples["7.7"])
-    assert topology.npu_ids == tuple(range(8))
-    assert [topology.link(0, column) for column in range(8)] == ["X"] + ["HCCS"] * 7
-    assert [topology.link(1, column) for column in range(8)] == ["HCCS", "X"] + ["HCCS"] * 6
-    assert len(topology.links) == 16
-    assert topology.link(2, 3) is None  # elided by the author
-    assert dict(topology.cpu_affinity) == {0: "144-167", 1: "0-23"}
-    # The author's `...` (line 5) is not a row; the legend after it is not read at all.
-    assert [(p.line_number, p.text) for p in topology.problems] == [(5, "...")]
-
-
-def test_topology_without_an_affinity_column_and_with_broken_rows() -> None:
-    text = (
-        "        NPU0     NPU1     NPU2\n"
-        "NPU0    X        PIX      SYS\n"
-        "NPU1    PIX      X\n"
-        "NPU9    SYS      SYS      X\n"
-        "NPU2    SYS      SYS      X        0-23\n"
-        "NPU0    X        PIX      SYS\n"
-        "Legend:\n"
-        "  X    = Self\n"
-    )
-    topology = parse_topology(text)
-    assert topology.npu_ids == (0, 1, 2)
-    assert dict(topology.links) == {(0, 0): "X", (0, 1): "PIX", (0, 2): "SYS"}
-    assert topology.cpu_affinity == {}
-    assert [p.line_number for p in topology.problems] == [3, 4, 5, 6]
-
-
-def test_topology_without_a_header_reports_every_line() -> None:
-    topology = parse_topology("NPU0   X      HCCS\nNPU1   HCCS   X\n")
-    assert topology.npu_ids == ()
-    assert [p.line_number for p in topology.problems] == [1, 2]
-
-
-# --- Edge cases of the key-value reader ----------------------------------------------------
-
-
 def test_dash_na_and_empty_values_are_unknown_but_kept_raw() -> None:
     report = parse_key_value_output(
         "        HBM Usage Rate(%)              : NA\n"
@@ -540,6 +404,3 @@ def test_a_prompt_starts_another_output(samples: dict[str, str]) -> None:
 def test_empty_input_gives_empty_results() -> None:
     assert parse_key_value_output("") == KeyValueReport((), ())
     assert parse_key_value_output("\n  \n$ npu-smi info -t usages -i 0\n") == KeyValueReport((), ())
-    assert parse_device_list("") == DeviceList(None, (), ())
-    assert parse_chip_mapping("") == ChipMappingTable((), ())
-    assert parse_topology("") == NpuTopology((), {}, {}, ())

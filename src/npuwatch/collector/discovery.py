@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from npuwatch.metrics import SourceProblemReason
+
 
 @dataclass(frozen=True)
 class FileFilter:
@@ -58,11 +60,11 @@ class FoundFile:
 @dataclass(frozen=True)
 class SourceProblem:
     """Something under a root that is not followed: where, what is wrong, and its metric reason
-    (one of metrics.SOURCE_PROBLEMS)."""
+    (metrics.SourceProblemReason)."""
 
     path: str
     problem: str
-    reason: str = "unreadable"
+    reason: SourceProblemReason = "unreadable"
 
 
 NOT_A_FILE = "not a regular file"

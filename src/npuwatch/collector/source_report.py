@@ -4,7 +4,7 @@ Every loss is counted and logged once, and said right: the bytes a deleted file 
 exact while the agent held the file open (its descriptor gives the final size), a lower bound
 when they come from its last known size ("at least"), and unknown when the file came and went
 between two looks. A file renamed, a link loop or a folder named like a log is no loss: those
-are source problems, with a reason from metrics.SOURCE_PROBLEMS.
+are source problems, with a reason of metrics.SourceProblemReason.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from npuwatch.collector.tailed_file import shown_path
-from npuwatch.metrics import SelfMetrics
+from npuwatch.metrics import SelfMetrics, SourceProblemReason
 
 log = logging.getLogger("npuwatch.collector.tailer")
 
@@ -37,7 +37,7 @@ class SourceReport:
             how_much = f"{'' if exact else 'at least '}{unread} bytes unread"
         log.warning("%s was deleted before it was read to the end (%s)", shown_path(path), how_much)
 
-    def problem(self, path: str, problem: str, reason: str = "unreadable") -> None:
+    def problem(self, path: str, problem: str, reason: SourceProblemReason = "unreadable") -> None:
         """`path` is skipped; said once per path and problem."""
         if (path, problem) in self._reported:
             return

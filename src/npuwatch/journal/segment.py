@@ -385,13 +385,6 @@ class Segment:
         """Run a read-only query (the `grep` planner builds these from its filters)."""
         return self._db.execute(sql, parameters).fetchall()
 
-    def time_range(self) -> tuple[int | None, int | None, int | None]:
-        """(first record time, last record time, last write time) of the segment."""
-        row = self._db.execute(
-            "SELECT min(first_us), max(last_us), max(written_us) FROM blocks"
-        ).fetchone()
-        return row[0], row[1], row[2]
-
 
 def _add_checkpoint_columns(db: sqlite3.Connection) -> None:
     present = {row[1] for row in db.execute("PRAGMA table_info(checkpoints)")}

@@ -116,7 +116,6 @@ class Journal:
         self.checkpoints: dict[str, Checkpoint] = {}
         self.quarantined = 0
         """Segments moved to quarantine since start."""
-        self.segments_deleted = 0
         self._snapshot_pending = False
 
     # --- opening --------------------------------------------------------------------------
@@ -203,11 +202,6 @@ class Journal:
                     used.append(int(match[1]))
         return max(used, default=0) + 1
 
-    @property
-    def active_sequence(self) -> int:
-        assert self._active is not None, "open() first"
-        return self._active.sequence
-
     def close(self) -> None:
         if self._active is not None:
             with contextlib.suppress(sqlite3.Error):
@@ -272,7 +266,6 @@ class Journal:
                 self._delete(path)
                 total -= sizes[path]
                 deleted.append(path)
-        self.segments_deleted += len(deleted)
         # Quarantined segments are kept for a post-mortem, but no longer than the data itself.
         with contextlib.suppress(FileNotFoundError):
             for aside in (self.directory / "quarantine").iterdir():

@@ -24,11 +24,13 @@ from npuwatch.sinks.search.streams import template_name
 from npuwatch.sinks.search.templates import index_template
 from tests.agent.harness import Harness
 from tests.opensearch_node.launcher import RunningNode, start_node
+from tests.real_servers import real_server
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "trees"
 
 
 @pytest.fixture(scope="session")
+@real_server("a single-node OpenSearch (Java, tests/opensearch_node)")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
     running = start_node(tmp_path_factory.mktemp("opensearch"))
     try:

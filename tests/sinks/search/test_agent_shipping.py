@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from opensearchpy.exceptions import TransportError
 
 from npuwatch.sinks.search.engine import Connection, SearchEngine, status_of
@@ -105,6 +106,7 @@ def stream_counts(engine: SearchEngine, namespace: str) -> tuple[int, int]:
     raise AssertionError("the data streams kept answering 503 for 10 s")
 
 
+@pytest.mark.integration
 def test_setup_installs_the_template_and_check_reports_what_is_missing(
     node: RunningNode, tmp_path: Path
 ) -> None:
@@ -123,6 +125,7 @@ def test_setup_installs_the_template_and_check_reports_what_is_missing(
     assert "connected: opensearch 2.19.6" in after.stdout
 
 
+@pytest.mark.integration
 def test_kill_9_while_shipping_loses_nothing_and_duplicates_nothing(
     node: RunningNode, tmp_path: Path
 ) -> None:
@@ -174,6 +177,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@pytest.mark.integration
 def test_kill_9_while_the_engine_is_down_loses_nothing_once_it_is_back(
     node: RunningNode, tmp_path: Path
 ) -> None:
@@ -225,6 +229,7 @@ def test_kill_9_while_the_engine_is_down_loses_nothing_once_it_is_back(
         engine.close()
 
 
+@pytest.mark.integration
 def test_shipping_at_info_logs_the_agents_lines_not_one_per_bulk_request(
     node: RunningNode, tmp_path: Path
 ) -> None:

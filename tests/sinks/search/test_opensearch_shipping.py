@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 from npuwatch.sinks.follower import Backoff
 from npuwatch.sinks.search.documents import Action, levels_below
 from npuwatch.sinks.search.engine import Connection, SearchEngine
@@ -30,6 +32,7 @@ def shipped(engine: SearchEngine, stream: str) -> int:
     return engine.count(stream)
 
 
+@pytest.mark.integration
 def test_the_template_maps_codes_as_keywords_message_as_text_and_keeps_the_original_unindexed(
     engine: SearchEngine,
 ) -> None:
@@ -44,6 +47,7 @@ def test_the_template_maps_codes_as_keywords_message_as_text_and_keeps_the_origi
     assert template["index_patterns"] == ["logs-ascend.*-default"]
 
 
+@pytest.mark.integration
 def test_shipping_a_journal_gives_exactly_its_records_and_events(
     engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path
 ) -> None:
@@ -65,6 +69,7 @@ def test_shipping_a_journal_gives_exactly_its_records_and_events(
     assert coded > 0
 
 
+@pytest.mark.integration
 def test_a_min_level_leaves_the_records_below_it_in_the_journal_and_ships_the_rest(
     engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path
 ) -> None:
@@ -85,6 +90,7 @@ def test_a_min_level_leaves_the_records_below_it_in_the_journal_and_ships_the_re
     assert dead.lines() == []
 
 
+@pytest.mark.integration
 def test_replaying_the_journal_from_the_start_adds_nothing(
     engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path
 ) -> None:
@@ -101,6 +107,7 @@ def test_replaying_the_journal_from_the_start_adds_nothing(
     assert dead.lines() == []
 
 
+@pytest.mark.integration
 def test_a_mapping_conflict_goes_to_the_dead_letter_file_and_the_rest_is_indexed(
     engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path
 ) -> None:
@@ -127,6 +134,7 @@ def test_a_mapping_conflict_goes_to_the_dead_letter_file_and_the_rest_is_indexed
     assert metrics.value("npuwatch_dead_letters_total", {"sink": "elasticsearch"}) == 1
 
 
+@pytest.mark.integration
 def test_an_engine_down_for_a_while_gets_everything_afterwards_and_nothing_twice(
     hccl_journal: Journaled, tmp_path: Path
 ) -> None:
@@ -161,6 +169,7 @@ def test_an_engine_down_for_a_while_gets_everything_afterwards_and_nothing_twice
         node.stop()
 
 
+@pytest.mark.integration
 def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official_client(
     node: RunningNode, hccl_journal: Journaled, tmp_path: Path
 ) -> None:

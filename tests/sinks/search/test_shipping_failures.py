@@ -65,6 +65,7 @@ def template(engine: SearchEngine) -> Iterator[SearchEngine]:
     yield engine
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_an_unreachable_engine_is_waited_out_and_everything_arrives_once(
     flavour: Flavour,
@@ -100,6 +101,7 @@ def test_an_unreachable_engine_is_waited_out_and_everything_arrives_once(
             opened.close()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_refused_credentials_are_retried_never_dead_lettered(
     flavour: Flavour,
@@ -124,6 +126,7 @@ def test_refused_credentials_are_retried_never_dead_lettered(
         face.close()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_size_limit_in_front_of_the_engine_makes_the_requests_smaller(
     flavour: Flavour,
@@ -147,6 +150,7 @@ def test_a_size_limit_in_front_of_the_engine_makes_the_requests_smaller(
         face.close()
 
 
+@pytest.mark.integration
 def test_es_check_with_a_key_that_may_only_write_says_so_in_lines_not_a_traceback(
     node: RunningNode, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
