@@ -421,7 +421,7 @@ def refusals(tmp_path: Path) -> dict[str, str]:
             f'{state}[sinks.prometheus]\nweb_config_file = "{tmp_path / "web.yml"}"\n'
         ),
         "an unknown sink option": f'{state}[sinks.console]\ncolour = "always"\n',
-        "an unknown sink": f'{state}[sinks.kafka]\nenabled = true\n',
+        "an unknown sink": f"{state}[sinks.kafka]\nenabled = true\n",
     }
 
 

@@ -12,10 +12,12 @@ examples:
   npuwatch agent --config ./npuwatch.toml --console
   npuwatch agent --root ~/ascend/log --state-directory /tmp/npuwatch --console
 
-The agent follows every CANN log under its roots (by default $ASCEND_PROCESS_LOG_PATH, ~/ascend/log
-of the configured users and /var/log/npu/slog), parses each line, matches the rules, and writes
-records and events to its journal in the state directory; `npuwatch grep` searches that journal.
-Stop it with SIGTERM (Ctrl-C); reload configuration and rules with SIGHUP.
+The agent follows every CANN log under its roots (by default $ASCEND_PROCESS_LOG_PATH, else
+$ASCEND_WORK_PATH/log, ~/ascend/log of the configured users and /var/log/npu/slog), parses each
+line, matches the rules, and writes records and events to its journal in the state directory;
+`npuwatch grep` searches that journal. Stop it with SIGTERM (Ctrl-C); reload configuration and
+rules with SIGHUP: the files followed and the rules change at once, and what else changed is
+named as waiting for a restart.
 """
 
 

@@ -18,7 +18,7 @@ JSON lines use nested ECS objects: .log.level, .log.logger, .process.pid, .error
 
 _EXAMPLES_SCAN = """\
 examples:
-  npuwatch scan                      # $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log
+  npuwatch scan                      # $ASCEND_PROCESS_LOG_PATH, $ASCEND_WORK_PATH/log, ~/ascend/log
   npuwatch scan /data/job42/ascend/log
   npuwatch scan ./asys_output --json | jq '.error_codes[] | {code, count, first}'
   npuwatch scan /data/job42          # job42/host-a/, job42/worker-1/ ...: a collection
@@ -65,7 +65,8 @@ def add_offline_commands(commands: Any) -> None:
         "root",
         nargs="?",
         metavar="DIR",
-        help="log tree or file (default: $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log)",
+        help="log tree or file (default: $ASCEND_PROCESS_LOG_PATH, else $ASCEND_WORK_PATH/log, "
+        "else ~/ascend/log)",
     )
     scan.add_argument("--json", action="store_true", help="print one JSON document")
     add_rules_option(scan)

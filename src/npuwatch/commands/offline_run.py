@@ -81,7 +81,7 @@ def run_scan(args: argparse.Namespace) -> int:
     if not root.exists():
         fail(
             f"log tree {root} does not exist: give the folder that holds debug/ and run/ "
-            "(for example ~/ascend/log), or set ASCEND_PROCESS_LOG_PATH"
+            "(for example ~/ascend/log), or set ASCEND_PROCESS_LOG_PATH or ASCEND_WORK_PATH"
         )
     if not os.access(root, os.R_OK):
         fail(f"cannot read {root}: permission denied (run as the user that owns the logs)")
