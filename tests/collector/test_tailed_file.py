@@ -37,7 +37,9 @@ def originals(batch: ReadBatch) -> list[str]:
 class Followed:
     """A real file and the `TailedFile` that follows it through an open descriptor."""
 
-    def __init__(self, path: Path, first: bytes, tailed_file: Callable[[FileIdentity], TailedFile]) -> None:
+    def __init__(
+        self, path: Path, first: bytes, tailed_file: Callable[[FileIdentity], TailedFile]
+    ) -> None:
         self.path = path
         path.write_bytes(first)
         self.fd = os.open(path, os.O_RDONLY)
@@ -162,6 +164,17 @@ def test_an_idle_flush_hands_on_the_assembled_record_and_the_partial_line_flagge
     assert not followed.tailed.holds_data
 
 
+def test_an_idle_flush_without_a_partial_line_hands_on_the_assembled_record_unflagged(
+    follow: Follow,
+) -> None:
+    followed = follow(line(0) + line(1))
+    followed.read()
+    batch = followed.tailed.flush_idle()
+    assert originals(batch) == [plog_line(PID, 1)]
+    assert batch.records[0].flags & Flag.INCOMPLETE == 0
+    assert batch.offset == 150
+
+
 def test_an_idle_flush_with_nothing_held_hands_on_no_record(follow: Follow) -> None:
     followed = follow(line(0))
     followed.read()
@@ -236,26 +249,32 @@ def test_an_over_long_partial_line_flushed_when_idle_is_truncated_and_incomplete
 def test_a_multi_line_record_is_assembled_while_the_checkpoint_stays_at_its_start(
     follow: Follow,
 ) -> None:
-    frames = [f"    #{depth} 0x7f00{depth:04x} in aclnnAdd () from libopapi.so\n" for depth in (0, 1)]
-    followed = follow(line(0) + line(1, text="stack follows") + frames[0].encode())
+    """A header line, then continuation lines written one at a time: one record, handed on when
+    the next header comes; until then every checkpoint is the start of the header line."""
+    header = line(1, text="aclnnAdd failed, stack:")
+    frames = [
+        f"    #{depth} 0x7f00{depth:04x} in aclnnAdd () from libopapi.so\n".encode()
+        for depth in range(3)
+    ]
+    followed = follow(line(0) + header + frames[0])
     batch = followed.read()
     assert originals(batch) == [plog_line(PID, 0)]
     assert batch.offset == 75
-    followed.append(frames[1].encode())
-    batch = followed.read()
-    assert batch.records == []
-    assert batch.offset == 75
-    assert followed.tailed.position == 150 + len(frames[0]) + len(frames[1])
+    for frame in frames[1:]:
+        followed.append(frame)
+        batch = followed.read()
+        assert batch.records == []
+        assert batch.offset == 75
+    end = 75 + len(header) + sum(map(len, frames))
+    assert followed.tailed.position == end
     followed.append(line(2))
     batch = followed.read()
     assert len(batch.records) == 1
     record = batch.records[0]
-    assert record.original == plog_line(PID, 1, text="stack follows") + "\n" + "".join(
-        frames
-    ).rstrip("\n")
-    assert record.line_count == 3
-    assert (record.offset, record.end_offset) == (75, 150 + len(frames[0]) + len(frames[1]))
-    assert batch.offset == record.end_offset  # the next record starts there
+    assert record.original == (header + b"".join(frames)).decode().rstrip("\n")
+    assert record.line_count == 4
+    assert (record.offset, record.end_offset) == (75, end)
+    assert batch.offset == end  # where the next record, now being assembled, starts
 
 
 def test_flushing_the_assembled_record_leaves_a_partial_line_unread(follow: Follow) -> None:
