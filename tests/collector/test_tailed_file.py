@@ -206,7 +206,7 @@ def test_an_over_long_line_keeps_its_first_bytes_flagged_truncated_with_bounded_
     assert len(records) == 2
     assert records[0].original == long[:100].decode()
     assert records[0].flags & Flag.TRUNCATED
-    assert records[0].offset == 0
+    assert (records[0].offset, records[0].end_offset) == (0, len(long))
     assert records[1].original == plog_line(PID, 1)
     assert records[1].flags & Flag.TRUNCATED == 0
     assert (records[1].offset, records[1].end_offset) == (len(long), len(long) + 75)
@@ -225,6 +225,7 @@ def test_the_rest_of_an_over_long_line_is_skipped_up_to_its_line_end(follow: Fol
     followed.append(long[500:] + line(1))
     batch = followed.read(1 << 16)
     assert [r.original for r in batch.records] == [long[:100].decode()]
+    assert batch.records[0].end_offset == len(long)  # where its line ends, not where it was cut
     assert batch.bytes_read == len(long) - 500 + 75
     assert not followed.tailed.skipping
     assert followed.tailed.position == len(long) + 75
@@ -242,6 +243,7 @@ def test_an_over_long_partial_line_flushed_when_idle_is_truncated_and_incomplete
     assert originals(batch) == [long[:100].decode()]
     assert batch.records[0].flags & Flag.TRUNCATED
     assert batch.records[0].flags & Flag.INCOMPLETE
+    assert (batch.records[0].offset, batch.records[0].end_offset) == (0, 600)
     assert batch.offset == 600
     assert followed.tailed.position == 600
 
@@ -365,3 +367,36 @@ def test_the_read_mark_holds_the_last_bytes_fed_to_the_parser(follow: Follow) ->
     assert len(whole) == 600
     assert last.mark == mark_of(whole[600 - 256 :], 600)
     assert last.mark.found_in(followed.fd, 600)
+
+
+@pytest.mark.parametrize("chunk_bytes", [64, 700, 1 << 16])
+def test_an_over_long_line_ends_where_its_line_ends_however_it_was_read(
+    chunk_bytes: int, follow: Follow
+) -> None:
+    limits = ParseLimits(max_line_bytes=100)
+    long = line(0, text="x" * 1000)
+    followed = follow(long + line(1), limits=limits)
+    records = []
+    while (batch := followed.tailed.read(chunk_bytes)) is not None:
+        records.extend(batch.records)
+    records.extend(followed.tailed.flush_idle().records)
+    assert [(r.offset, r.end_offset) for r in records] == [
+        (0, len(long)),
+        (len(long), len(long) + 75),
+    ]
+
+
+def test_an_over_long_continuation_line_stretches_its_record_to_its_line_end(
+    follow: Follow,
+) -> None:
+    limits = ParseLimits(max_line_bytes=100)
+    continuation = b"    at " + b"y" * 900 + b"\n"
+    followed = follow(line(0) + continuation + line(1), limits=limits)
+    records = []
+    while (batch := followed.tailed.read(64)) is not None:
+        records.extend(batch.records)
+    records.extend(followed.tailed.flush_idle().records)
+    assert [(r.offset, r.end_offset) for r in records] == [
+        (0, 75 + len(continuation)),
+        (75 + len(continuation), 75 + len(continuation) + 75),
+    ]

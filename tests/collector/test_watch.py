@@ -18,6 +18,7 @@ import pytest
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
+from watchdog.observers.inotify import InotifyEmitter
 
 from npuwatch.collector.watch import FileWatcher
 from npuwatch.metrics import SelfMetrics
@@ -258,3 +259,48 @@ def test_stopping_the_watcher_ends_its_observer_thread(
     assert one.watcher.thread.is_alive()
     one.watcher.stop()
     assert not one.watcher.thread.is_alive()
+
+
+class _EmitterThatCannotStart(InotifyEmitter):
+    """An inotify emitter whose watches cannot be set up, as when the host's inotify watch
+    limit (fs.inotify.max_user_watches) is spent by the thousands of PID folders of a job."""
+
+    def on_thread_start(self) -> None:
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+
+class NoWatchLeftObserver(Observer):
+    """The real observer, on a host with no inotify watch left."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._emitter_class = _EmitterThatCannotStart
+
+
+def test_a_root_whose_inotify_watches_cannot_be_set_up_is_counted_not_raised(
+    tmp_path: Path, watched: Callable[..., Watched], caplog: pytest.LogCaptureFixture
+) -> None:
+    """watchdog sets a watch up when the emitter starts, which raised out of `watch` (and
+    ended the reader thread) when it happened at the observer's start."""
+    one = watched(NoWatchLeftObserver)
+    with caplog.at_level(logging.WARNING):
+        one.watcher.watch([tmp_path])
+        one.watcher.watch([tmp_path])
+    assert one.metric("npuwatch_source_problems_total", WATCH_FAILED) == 1
+    assert one.metric("npuwatch_watch_active") == 0
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        f"cannot watch {tmp_path} for file events"
+    ]
+
+
+def test_a_watcher_that_never_watched_leaves_no_thread_and_no_descriptor(
+    tmp_path: Path,
+) -> None:
+    before = set(threading.enumerate())
+    descriptors = len(list(Path("/proc/self/fd").iterdir()))
+    watcher = FileWatcher(RecordedHints(), threading.Event(), SelfMetrics())
+    watcher.watch([tmp_path / "absent"])
+    watcher.stop()
+    assert watcher.thread is None
+    assert set(threading.enumerate()) == before
+    assert len(list(Path("/proc/self/fd").iterdir())) == descriptors

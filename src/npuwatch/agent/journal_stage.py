@@ -121,7 +121,7 @@ class JournalStage:
         batch = self.build_batch(works)
         if not batch:
             return True
-        pause = 0.5
+        pause = min(0.5, self.timing.max_backoff_s)
         while True:
             try:
                 self.journal.commit(batch)

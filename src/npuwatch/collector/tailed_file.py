@@ -175,7 +175,9 @@ class TailedFile:
             # The over-long line ends here: its kept start goes on as one line, which the parser
             # cuts to the cap and flags `truncated`; the dropped bytes count as read.
             records = self._feed(self.partial + b"\n")
+            fed_end = self.fed
             self.fed += self._skipped + cut
+            self._stretch(records, fed_end)
             self.skipping = False
             self._skipped = 0
             self.partial = b""
@@ -202,6 +204,13 @@ class TailedFile:
         keep = self._mark_bytes
         self.tail = whole[-keep:] if len(whole) >= keep else (self.tail + whole)[-keep:]
         return records
+
+    def _stretch(self, records: list[Record], fed_end: int) -> None:
+        """The over-long line fed up to `fed_end` ends at `fed` (its rest was skipped): so does
+        its record, whether handed on already or still being assembled."""
+        if records and records[-1].end_offset == fed_end:
+            records[-1].end_offset = self.fed
+        self.parser().stretch_pending(fed_end, self.fed)
 
     def _batch(self, records: list[Record], bytes_read: int, lines: int) -> ReadBatch:
         parser = self.parser()
@@ -237,7 +246,9 @@ class TailedFile:
             records.extend(self._feed(self.partial))
             self.partial = b""
         if self.skipping:
+            fed_end = self.fed
             self.fed += self._skipped
+            self._stretch(records, fed_end)
             self.skipping = False
             self._skipped = 0
             self.tail = b""

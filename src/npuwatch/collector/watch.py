@@ -85,12 +85,12 @@ class FileWatcher:
     ) -> None:
         self._handler = _HintHandler(hints, wake)
         self._metrics = metrics
-        self._observer = observer_factory()
-        self._observer.name = "npuwatch-watch"
-        self._observer.daemon = True
+        self._make_observer = observer_factory
+        self._observer: BaseObserver | None = None
+        """Made at the first root to watch: watchdog's inotify observer starts a thread and
+        opens descriptors as soon as it is made, which a watcher that never watches must not."""
         self._watched: set[Path] = set()
         self._failed: set[Path] = set()
-        self._started = False
 
     def watch(self, roots: Sequence[Path]) -> None:
         """Watch every root that exists and is not watched yet (called at each rescan)."""
@@ -98,10 +98,10 @@ class FileWatcher:
             if root in self._watched or not root.is_dir():
                 continue
             try:
-                self._observer.schedule(
+                self._observing().schedule(
                     self._handler, str(root), recursive=True, event_filter=_EVENTS
                 )
-            except OSError as error:
+            except OSError as error:  # no inotify instance or watch left (ENOSPC, EMFILE)
                 if root not in self._failed:
                     self._failed.add(root)
                     self._metrics.source_problems.labels("watch_failed").inc()
@@ -111,21 +111,29 @@ class FileWatcher:
                 continue
             self._watched.add(root)
             self._failed.discard(root)
-        if not self._started:
-            self._observer.start()
-            self._started = True
-            # The observer drops an emitter that fails to start (too many watches) silently.
-            if len(self._observer.emitters) < len(self._watched):
-                self._metrics.source_problems.labels("watch_failed").inc()
-                log.warning("file events are not available for every root; rescanning only")
-                self._failed.update(self._watched)
         self._metrics.watching.set(1 if self._watched and not self._failed else 0)
 
+    def _observing(self) -> BaseObserver:
+        """The observer, started before it watches anything: a watch that cannot be set up
+        then fails in `schedule`, for its root alone, and not in `start` for all of them."""
+        if self._observer is None:
+            observer = self._make_observer()
+            observer.name = "npuwatch-watch"
+            observer.daemon = True
+            try:
+                observer.start()
+            except BaseException:
+                observer.stop()  # its inotify thread runs from the moment it was made
+                raise
+            self._observer = observer
+        return self._observer
+
     @property
-    def thread(self) -> threading.Thread:
+    def thread(self) -> threading.Thread | None:
+        """The observer thread, once a root was watched."""
         return self._observer
 
     def stop(self) -> None:
-        if self._started:
+        if self._observer is not None:
             self._observer.stop()
             self._observer.join(timeout=5)

@@ -144,6 +144,14 @@ class StreamParser:
         from here on are in no record returned yet (what a checkpoint may not pass)."""
         return self._current.offset if self._current is not None else None
 
+    def stretch_pending(self, fed_end: int, real_end: int) -> None:
+        """The last line fed, ending at `fed_end`, really ended at `real_end`: the reader cut it
+        at the line cap and skipped the rest. The record being assembled, if that line is its
+        last, ends where the line does."""
+        current = self._current
+        if current is not None and current.end_offset == fed_end:
+            current.end_offset = real_end
+
     def flush(self) -> list[Record]:
         """End the stream (or an idle pause): return the record still being assembled."""
         if self._current is None:
