@@ -29,7 +29,8 @@ class ProcessKey(NamedTuple):
 
 
 class Evidence(NamedTuple):
-    """A line that supports a fact or an event, for display: file, line number, text."""
+    """A line that supports a fact or an event, for display: file, line number, text. (One
+    per line, shared by every fact the line gives.)"""
 
     file: str | None
     line: int | None
