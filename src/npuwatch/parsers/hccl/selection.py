@@ -2,11 +2,13 @@
 
 Most of a plog is lines the extractor has nothing to learn from: other modules' INFO lines,
 HCCL's DEBUG lines, and HCCL's INFO lines about operators, tasks and resources. The records
-that can matter are picked here with `map` and `compress` over the batch, so that the records
-passed over never run a line of Python: ERRORs of any module, and HCCL's lines above DEBUG
-that mention one of the keywords below. (A regular expression of the keywords, over each line
-or over the batch's joined text, tests a line at half the speed of the `in` tests: the
-expression engine steps through every character, `in` skips ahead.)
+that can matter are picked here with `map` and `compress` over the batch: ERRORs of any module,
+and HCCL's lines above DEBUG that mention one of the keywords of `may_matter`. Records of other
+modules and HCCL's DEBUG lines never run a line of Python; HCCL's other lines run one function,
+a chain of `in` tests, which is the cheapest exact test there is in Python: a regular
+expression of the keywords, over each line or over the batch's joined text, or one search per
+keyword over the joined text, all take longer (the expression engine steps through every
+character; `in` skips ahead, and a short line stays in the cache for all the keywords).
 """
 
 from __future__ import annotations
