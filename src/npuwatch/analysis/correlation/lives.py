@@ -20,24 +20,25 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from operator import attrgetter, le
+from operator import itemgetter, le
 from typing import cast
 
-from npuwatch.analysis.correlation.processes import ProcessView
+from npuwatch.analysis.correlation.processes import FactParts, ProcessView
 from npuwatch.parsers.hccl.model import CollectiveEvent, Fact, ProcessKey
 
 SAME_BLOCK_US = 5_000_000
 """`[HCCL_ENV]` lines this close together are one block."""
 _MARKERS = frozenset({"heard", "hccl_env", "resumed", "events_dropped"})
 """Facts that mark the process's lives and time, not its identity: kept aside."""
-_TIME = attrgetter("time_us")
+_TIME = itemgetter(2)
+"""The time of a fact as the log keeps it (FactParts)."""
 
 
 @dataclass
 class ProcessLog:
     host: str
     pid: int
-    facts: list[Fact] = field(default_factory=list)
+    facts: list[FactParts] = field(default_factory=list)
     events: list[CollectiveEvent] = field(default_factory=list)
     env_printed: dict[str, list[int]] = field(default_factory=dict)
     resumes: list[int] = field(default_factory=list)
@@ -57,7 +58,7 @@ class ProcessLog:
     def add_fact(self, fact: Fact) -> None:
         name = fact.name
         if name not in _MARKERS:
-            self.facts.append(fact)
+            self.facts.append(fact[1:5])
         elif name == "heard":
             if isinstance(fact.value, int):
                 self.heard.append(fact.value)
@@ -150,11 +151,11 @@ class ProcessLog:
                 return views  # a fact without a time (the device of a device log) holds for all
             return [views[bisect_right(times, time_us)]]
 
-        facts = sorted(self.facts, key=lambda f: (f.time_us is None, f.time_us or 0))
+        facts = sorted(self.facts, key=lambda fact: (fact[2] is None, fact[2] or 0))
         for fact in facts:
-            for view in life_of(fact.time_us):
-                view.add_fact(fact)
-        self._latest = facts[-1].time_us if facts else None
+            for view in life_of(fact[2]):
+                view.add_facts((fact,))
+        self._latest = facts[-1][2] if facts else None
         for event in self.events:
             target = life_of(event.time_us)[-1] if event.time_us is not None else views[-1]
             target.add_event(event)

@@ -17,9 +17,14 @@ from npuwatch.parsers.hccl.model import (
     COMMUNICATOR_FACTS,
     IDENTITY_FACTS,
     CollectiveEvent,
-    Fact,
     ProcessKey,
 )
+
+FactParts = tuple[str, str | int | float | bool, int | None, str | None]
+"""A fact as a process's log keeps it: name, value, time and communicator (`Fact[1:5]`). Not
+the process (the log's), nor the evidence (never shown for a fact): a plain tuple of plain
+values, which the garbage collector stops tracking, where a Fact is tracked as long as it
+lives."""
 
 
 @dataclass
@@ -46,15 +51,12 @@ class ProcessView:
     dropped: int = 0
     problems: list[str] = field(default_factory=list)
 
-    def add_fact(self, fact: Fact) -> None:
-        self.add_facts((fact,))
-
-    def add_facts(self, facts: Iterable[Fact]) -> None:
+    def add_facts(self, facts: Iterable[FactParts]) -> None:
         """Fold facts in the order given (the hot path of the correlator: every fact of every
         process goes through this loop, so it keeps what it uses in locals)."""
         values, memberships = self.values, self.memberships
         first, last = self.first_us, self.last_us
-        for _, name, value, time_us, communicator, _ in facts:
+        for name, value, time_us, communicator in facts:
             if time_us is not None:
                 if first is None or time_us < first:
                     first = time_us
