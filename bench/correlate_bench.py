@@ -14,6 +14,8 @@ traffic level it prints
   (1) parsing alone (StreamParser over every file): the reference, measured in the same run;
   (2) parsing + CollectiveExtractor.feed: the extractor's cost per line, timed around its calls
       and as the difference of the two runs, as a share of parsing alone (target: ≤ 15 %);
+      and its two parts: picking the records that can matter (selection.host_positions, timed
+      alone on the same batches) and reading those it picks (the rest);
   (3) time to verdict once every fact and event is in: Correlator.add_all (summed over the
       batches, as a scan adds them), then incidents() (target: ≤ 2 s at 16,000 processes);
   (4) peak RSS of that process (VmHWM; ru_maxrss beside it), above the interpreter and per
@@ -55,6 +57,7 @@ from npuwatch.analysis.correlation import Correlator, Incident
 from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.parsers import LocalClock, StreamParser, first_pass
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
+from npuwatch.parsers.hccl.selection import host_positions
 
 NPUS = 16
 TP_SIZE = 8
@@ -460,6 +463,25 @@ def extract_round(files: list[tuple[str, Path]]) -> Round:
     return found
 
 
+def select_round(files: list[tuple[str, Path]]) -> tuple[float, int]:
+    """CPU seconds of the extractor's first step alone, picking the records that can matter
+    (selection.host_positions, on the same batches as `extract_round`), and how many it picks;
+    the parsing is not counted."""
+    clock = LocalClock(timezone.utc)
+    cpu = time.process_time
+    spent = 0.0
+    picked = 0
+    for host, path in files:
+        parser = StreamParser(clock, path=str(path), host=host)
+        batches = (parser.feed(path.read_bytes(), 0), parser.flush())
+        for records in batches:
+            if records:
+                start = cpu()
+                picked += len(host_positions(records))
+                spent += cpu() - start
+    return spent, picked
+
+
 def timed(function: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     start = time.process_time()
     result = function(*args)
@@ -516,6 +538,7 @@ def measure_tree(root: Path, rounds: int, trace: bool) -> dict[str, Any]:
     assert best is not None
     correlator, items = best.correlator, best.items
     incidents_s, incidents = timed(correlator.incidents)
+    select_s, picked = min(select_round(files) for _ in range(rounds))
     peak = peak_rss_kib()
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     verdict = verdict_of(incidents)
@@ -529,6 +552,8 @@ def measure_tree(root: Path, rounds: int, trace: bool) -> dict[str, Any]:
         "parse_extract_s": best_total,
         "extract_s": best_extract,
         "add_s": best_add,
+        "select_s": select_s,
+        "picked": picked,
         "items": items,
         "incidents_s": incidents_s,
         "baseline_kib": baseline,
@@ -670,6 +695,14 @@ def measure(job: Job, traffic: str, scratch: Path, engine: str) -> Figures:
         f"{100 * extract_s / parse_s:.0f}% of parsing alone (target ≤ {100 * TARGET_SHARE:.0f}%); "
         f"by difference {1e6 * (total_s - parse_s) / lines:.2f} µs = "
         f"{100 * (total_s - parse_s) / parse_s:.0f}%"
+    )
+    select_s, picked = found["select_s"], found["picked"]
+    read_s = extract_s - select_s
+    print(
+        f"    of which picking the lines that can matter {1e6 * select_s / lines:.2f} µs a line "
+        f"= {100 * select_s / parse_s:.0f}%, and reading the {picked / job.processes:.0f} lines "
+        f"a process it picks {1e6 * read_s / max(1, picked):.1f} µs each = "
+        f"{100 * read_s / parse_s:.0f}%"
     )
     add_s, incidents_s = found["add_s"], found["incidents_s"]
     print(

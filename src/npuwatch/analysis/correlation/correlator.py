@@ -1,10 +1,11 @@
 """The correlator: facts and events in, in any order; incidents out, whenever asked.
 
-`Correlator.add` only folds an item into the view of its process, so input can come file by
-file (`scan`) or as it is written (the cluster service). `incidents()` works the verdicts out
-from those views each time it is called (prepare.py binds and cuts, decide.py decides each
-fault). Memory is linear in processes and the events they keep: the extractor caps events per
-process, and the views keep facts as values, not as a history.
+`Correlator.add` only files an item under its process, so input can come file by file (`scan`)
+or as it is written (the cluster service). `incidents()` works the verdicts out each time it is
+called: each process's lives take in what arrived since the last call (lives.py), prepare.py
+binds and cuts, decide.py decides each fault. Memory is linear in processes and the facts and
+events they keep: the extractor caps events per process, and a process's lives can be cut
+again only from its facts.
 """
 
 from __future__ import annotations
@@ -15,28 +16,38 @@ from npuwatch.analysis.correlation.decide import decide
 from npuwatch.analysis.correlation.incident import Incident
 from npuwatch.analysis.correlation.lives import ProcessLog
 from npuwatch.analysis.correlation.prepare import failures, prepare
-from npuwatch.parsers.hccl.model import Extracted, Fact
+from npuwatch.parsers.hccl.model import Extracted, Fact, ProcessKey
 
 
 class Correlator:
     """Folds facts and events; `incidents()` gives the verdicts so far."""
 
     def __init__(self) -> None:
-        self._logs: dict[tuple[str, int], ProcessLog] = {}
+        self._logs: dict[ProcessKey, ProcessLog] = {}
+        """Keyed by host and pid (the first life)."""
 
     def add(self, item: Extracted) -> None:
-        key = item.process
-        log = self._logs.get((key.host, key.pid))
-        if log is None:
-            log = self._logs[(key.host, key.pid)] = ProcessLog(key.host, key.pid)
-        if isinstance(item, Fact):
-            log.add_fact(item)
-        else:
-            log.add_event(item)
+        self.add_all((item,))
 
     def add_all(self, items: Iterable[Extracted]) -> None:
+        logs = self._logs
         for item in items:
-            self.add(item)
+            log = logs.get(item.process)
+            if log is None:
+                log = self._log_of(item.process)
+            if isinstance(item, Fact):
+                log.add_fact(item)
+            else:
+                log.add_event(item)
+
+    def _log_of(self, key: ProcessKey) -> ProcessLog:
+        """The log of a process: facts and events of every life of a pid go to one log, which
+        cuts them into lives itself (the extractor gives every item the first)."""
+        plain = ProcessKey(key.host, key.pid)
+        log = self._logs.get(plain)
+        if log is None:
+            log = self._logs[plain] = ProcessLog(key.host, key.pid)
+        return log
 
     def incidents(self) -> list[Incident]:
         views = {view.key: view for log in self._logs.values() for view in log.lives()}

@@ -207,10 +207,8 @@ def _incident(fault: Fault, finding: Finding) -> Incident:
             window = int(fault.prepared.timeout_s(key, "notify") * 1e6)
             if first_time - window <= error.time_us < first_time:
                 first_time = error.time_us
-    recovered = any(
-        fault.prepared.views.get(ProcessKey(key.host, key.pid, key.incarnation + 1)) is not None
-        and fault.prepared.views[ProcessKey(key.host, key.pid, key.incarnation + 1)].resumed
-        for key in root_keys | {ev.process for ev in fault.evs}
+    recovered = not fault.prepared.recovered.isdisjoint(
+        root_keys | {ev.process for ev in fault.evs}
     )
     return Incident(
         faultdiag_code=finding.code,

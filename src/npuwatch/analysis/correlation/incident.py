@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from npuwatch.parsers.hccl.model import Evidence
 from npuwatch.records import format_timestamp
 
 
-@dataclass(frozen=True)
-class Place:
-    """A device of the job as the logs know it; `address` alone for a peer known only by IP."""
+class Place(NamedTuple):
+    """A device of the job as the logs know it; `address` alone for a peer known only by IP.
+    (A named tuple: an incident names every rank that waited, tens of thousands on a large
+    job.)"""
 
     host: str | None = None
     device: int | None = None

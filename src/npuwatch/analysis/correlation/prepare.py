@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import NamedTuple
 
 from npuwatch.analysis.correlation.clocks import describe_offset, host_offsets
 from npuwatch.analysis.correlation.processes import Directory, Membership, ProcessView
@@ -45,8 +46,7 @@ CLASS_OF = {
 TIMEOUT_CLASSES = frozenset({"socket", "notify", "rootinfo"})
 
 
-@dataclass(frozen=True)
-class Ev:
+class Ev(NamedTuple):
     """An event as the verdict sees it: its process (device-log helpers folded into the
     training process of the same device), communicator, and time on the corrected clock."""
 
@@ -66,6 +66,8 @@ class Prepared:
     errors: dict[ProcessKey, Ev]
     """Each process's first ERROR of any module."""
     notes: list[str]
+    recovered: frozenset[ProcessKey]
+    """Lives followed by a recovery (the next life of the pid began with one)."""
 
     def timeout_s(self, key: ProcessKey, cls: str) -> float:
         view = self.views.get(key)
@@ -100,7 +102,12 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
             communicator = _communicator_of(event, memberships.get(owner, {}), known)
             events.append(Ev(event, owner, communicator, time_us, CLASS_OF[event.kind]))
     events.sort(key=lambda e: (e.time_us is None, e.time_us or 0, e.process))
-    return Prepared(members, directory, offsets, events, errors, notes)
+    recovered = frozenset(
+        ProcessKey(key.host, key.pid, key.incarnation - 1)
+        for key, view in members.items()
+        if view.resumed
+    )
+    return Prepared(members, directory, offsets, events, errors, notes, recovered)
 
 
 def failures(prepared: Prepared) -> list[list[Ev]]:

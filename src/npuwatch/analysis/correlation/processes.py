@@ -1,17 +1,30 @@
 """What the facts say about each process, and the lookups that turn a peer into a process.
 
-Facts arrive in any order; a ProcessView folds them as they come. The Directory is built from
-all views when a verdict is asked for: communicator → rank → process, device IP, (server,
-device), (host, vNIC), (host, physical id) → process, as FaultDiag's device table (CORRELATION.md
-§1.4), but a duplicate claim is kept as a problem instead of silently overwriting.
+A ProcessView folds the facts of one life in time order (lives.py gives them so). The Directory
+is built from all views when a verdict is asked for: communicator → rank → process, device IP,
+(server, device), (host, vNIC), (host, physical id) → process, as FaultDiag's device table
+(CORRELATION.md §1.4), but a duplicate claim is kept as a problem instead of silently
+overwriting.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from npuwatch.parsers.hccl.model import IDENTITY_FACTS, CollectiveEvent, Fact, ProcessKey
+from npuwatch.parsers.hccl.model import (
+    COMMUNICATOR_FACTS,
+    IDENTITY_FACTS,
+    CollectiveEvent,
+    ProcessKey,
+)
+
+FactParts = tuple[str, str | int | float | bool, int | None, str | None]
+"""A fact as a process's log keeps it: name, value, time and communicator (`Fact[1:5]`). Not
+the process (the log's), nor the evidence (never shown for a fact): a plain tuple of plain
+values, which the garbage collector stops tracking, where a Fact is tracked as long as it
+lives."""
 
 
 @dataclass
@@ -38,39 +51,54 @@ class ProcessView:
     dropped: int = 0
     problems: list[str] = field(default_factory=list)
 
-    def add_fact(self, fact: Fact) -> None:
-        self.heard(fact.time_us)
-        name = fact.name
-        if name in ("rank", "rank_count", "root"):
-            membership = self.memberships.setdefault(fact.communicator, Membership())
-            if membership.joined_us is None:
-                membership.joined_us = fact.time_us
-            if fact.time_us is not None and (
-                membership.settled_us is None or fact.time_us > membership.settled_us
-            ):
-                membership.settled_us = fact.time_us
-            value = fact.value
-            if name == "root":
-                membership.root = True
-            elif isinstance(value, int) and not isinstance(value, bool):
-                if value < 0:
-                    self.problems.append(f"{self.key.describe()}: {name} {value} is negative")
-                    return
-                old = getattr(membership, name)
-                if old is not None and old != value:
-                    self.problems.append(
-                        f"{self.key.describe()}: {name} {old} and {value} in "
-                        f"{fact.communicator or 'one communicator'}"
-                    )
-                setattr(membership, name, value)
+    def add_facts(self, facts: Iterable[FactParts]) -> None:
+        """Fold facts in the order given (the hot path of the correlator: every fact of every
+        process goes through this loop, so it keeps what it uses in locals)."""
+        values, memberships = self.values, self.memberships
+        first, last = self.first_us, self.last_us
+        for name, value, time_us, communicator in facts:
+            if time_us is not None:
+                if first is None or time_us < first:
+                    first = time_us
+                if last is None or time_us > last:
+                    last = time_us
+            if name in COMMUNICATOR_FACTS:
+                membership = memberships.get(communicator)
+                if membership is None:
+                    membership = memberships[communicator] = Membership(joined_us=time_us)
+                elif membership.joined_us is None:
+                    membership.joined_us = time_us
+                if time_us is not None and (
+                    membership.settled_us is None or time_us > membership.settled_us
+                ):
+                    membership.settled_us = time_us
+                if name == "root":
+                    membership.root = True
+                elif isinstance(value, int) and not isinstance(value, bool):
+                    self._set_rank(membership, name, value, communicator)
+            elif isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                self.problems.append(f"{self.key.describe()}: {name} {value} is negative")
+            else:
+                old = values.get(name)
+                if old is not None and old != value and name in ("phy_device", "logic_device"):
+                    self.problems.append(f"{self.key.describe()}: {name} {old} and then {value}")
+                values[name] = value
+        self.first_us, self.last_us = first, last
+
+    def _set_rank(
+        self, membership: Membership, name: str, value: int, communicator: str | None
+    ) -> None:
+        """`rank` or `rank_count` of a membership; a change or a negative number is a problem."""
+        if value < 0:
+            self.problems.append(f"{self.key.describe()}: {name} {value} is negative")
             return
-        old = self.values.get(name)
-        if isinstance(fact.value, int) and not isinstance(fact.value, bool) and fact.value < 0:
-            self.problems.append(f"{self.key.describe()}: {name} {fact.value} is negative")
-            return
-        if old is not None and old != fact.value and name in ("phy_device", "logic_device"):
-            self.problems.append(f"{self.key.describe()}: {name} {old} and then {fact.value}")
-        self.values[name] = fact.value
+        old = getattr(membership, name)
+        if old is not None and old != value:
+            self.problems.append(
+                f"{self.key.describe()}: {name} {old} and {value} in "
+                f"{communicator or 'one communicator'}"
+            )
+        setattr(membership, name, value)
 
     def add_event(self, event: CollectiveEvent) -> None:
         self.heard(event.time_us)
@@ -146,7 +174,9 @@ class Directory:
     def _add(self, view: ProcessView, memberships: dict[str, Membership]) -> None:
         key = view.key
         for name, membership in memberships.items():
-            communicator = self.communicators.setdefault(name, Communicator(name))
+            communicator = self.communicators.get(name)
+            if communicator is None:
+                communicator = self.communicators[name] = Communicator(name)
             count = membership.rank_count
             if count is not None:
                 if communicator.rank_count not in (None, count):

@@ -59,7 +59,10 @@ def task_detail(text: str) -> Fields | None:
     """A later line of the block: para (remote rank), groupRank (group, rank count, own rank),
     opData (op index); also the one-line `notify wait timeout, remote rank[n]` wording."""
     read: Fields = {}
-    remote = _REMOTE_RANK.search(text)
+    lowered = text.lower()
+    # the two searches ignore case, which makes them slow: they run only on lines that have
+    # their words (no letter of these words has another case that lower() would miss)
+    remote = _REMOTE_RANK.search(text) if "remote" in lowered else None
     if remote is not None:
         value = remote[1]
         if value.lower() == "local":
@@ -93,10 +96,10 @@ def task_detail(text: str) -> Fields | None:
         tag = field(text, "tag")
         if tag:
             read["tag"] = tag
-    timeout = _TIMEOUT.search(text)
+    timeout = _TIMEOUT.search(text) if "meout" in lowered else None
     if timeout is not None and "timeStamp" not in text:
         read["timeout_s"] = float(timeout[1])
-    if "notify wait" in text.lower():
+    if "notify wait" in lowered:
         read["notify"] = True
     return read or None
 

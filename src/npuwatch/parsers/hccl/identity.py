@@ -18,11 +18,11 @@ Said = tuple[str, str | int | float | bool, str | None]
 def mentions_identity(text: str) -> bool:
     """Whether a line can say something about identity or timeouts: one `in` test after the
     other, cheaper than a loop or a regex over HCCL's many other INFO lines. (`Entry-Hccl`
-    alone would let in every operator's entry line of HCCL_ENTRY_LOG_ENABLE.)"""
+    alone would let in every operator's entry line of HCCL_ENTRY_LOG_ENABLE;
+    `Entry-HcclGetRootInfo` needs no test of its own: `HcclGetRootInfo` finds it.)"""
     return (
         "Key Info]" in text
         or "Entry-HcclCommInit" in text
-        or "Entry-HcclGetRootInfo" in text
         or "SetupAgent" in text
         or "hcclCommInitInfo" in text
         or "HcclGetRootInfo" in text

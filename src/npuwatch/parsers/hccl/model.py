@@ -8,16 +8,16 @@ nothing here knows files or time sources. The line formats are in formats/hccl.m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class ProcessKey:
+class ProcessKey(NamedTuple):
     """A pid on a host, and which life of it: the extractor says only host and pid (it cannot
     know the lives, since a process's files come in any order); the correlator cuts each
     process into lives at the times of its restarts (a second `[HCCL_ENV]` block) and
     recoveries (`HcclCommResume:success`), so that facts and failures of an earlier life are
-    never mixed with the current one."""
+    never mixed with the current one. (A named tuple: it keys every table of the correlator,
+    and a tuple hashes and compares in C.)"""
 
     host: str
     pid: int
@@ -28,9 +28,9 @@ class ProcessKey:
         return f"{self.host or '-'} pid {self.pid}{life}"
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """A line that supports a fact or an event, for display: file, line number, text."""
+class Evidence(NamedTuple):
+    """A line that supports a fact or an event, for display: file, line number, text. (One
+    per line, shared by every fact the line gives.)"""
 
     file: str | None
     line: int | None
@@ -87,8 +87,10 @@ IDENTITY_FACTS: tuple[FactName, ...] = (
 """The facts of a process (not of a communicator, nor a marker of its lives)."""
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(NamedTuple):
+    """One thing a line says about a process or its place in a communicator. (A named tuple:
+    a large job has hundreds of thousands of them, and a tuple is the cheapest to make.)"""
+
     process: ProcessKey
     name: FactName
     value: str | int | float | bool
@@ -119,7 +121,7 @@ TIMEOUT_KINDS = frozenset({"socket", "p2p", "notify", "ffts", "rootinfo", "norma
 """Kinds that mean "I waited for someone": they mark victims, not causes."""
 
 
-@dataclass
+@dataclass(slots=True)
 class CollectiveEvent:
     """One collective failure reported by one process, with the peer it names (if any)."""
 

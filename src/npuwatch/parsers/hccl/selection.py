@@ -1,0 +1,81 @@
+"""Which records of a batch can say anything to the extractor.
+
+Most of a plog is lines the extractor has nothing to learn from: other modules' INFO lines,
+HCCL's DEBUG lines, and HCCL's INFO lines about operators, tasks and resources. The records
+that can matter are picked here with `map` and `compress` over the batch: ERRORs of any module,
+and HCCL's lines above DEBUG that mention one of the keywords of `may_matter`. Records of other
+modules and HCCL's DEBUG lines never run a line of Python; HCCL's other lines run one function,
+a chain of `in` tests, which is the cheapest exact test there is in Python: a regular
+expression of the keywords, over each line or over the batch's joined text, or one search per
+keyword over the joined text, all take longer (the expression engine steps through every
+character; `in` skips ahead, and a short line stays in the cache for all the keywords).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import compress, count, repeat
+from operator import attrgetter, contains, not_, or_
+
+from npuwatch.parsers.hccl.identity import mentions_identity
+from npuwatch.records import Record
+from npuwatch.vocabulary import ERROR_LEVELS
+
+HCCL_LOGGERS = frozenset({"HCCL", "HCCL_OPS", "HCOMM"})
+_NOT_QUIET = ERROR_LEVELS | {"DEBUG"}
+"""Levels whose HCCL records are not keyword-tested: DEBUG is never read, ERRORs always are."""
+_LEVEL = attrgetter("level")
+_LOGGER = attrgetter("logger")
+_ORIGINAL = attrgetter("original")
+
+
+def may_matter(text: str) -> bool:
+    """Whether an HCCL line that is not an ERROR can say anything to the extractor: identity,
+    timeouts, a restart or recovery, the root's connected ranks, HCCL's own verdict, or the
+    communicator that closes a root-info event."""
+    return (
+        mentions_identity(text)
+        or "[HCCL_ENV]" in text
+        or "HcclCommResume" in text
+        or "connected rankinfo" in text
+        or "Cluster Exception" in text
+        or "identifier[" in text
+    )
+
+
+def host_positions(records: Sequence[Record]) -> list[int]:
+    """Positions, in order, of a host log's records that can matter: every ERROR, and HCCL's
+    lines above DEBUG that `may_matter`."""
+    levels = list(map(_LEVEL, records))
+    present = _NOT_QUIET.intersection(levels)
+    errors = [i for level in present & ERROR_LEVELS for i in _indexes(levels, level)]
+    hccl = list(compress(count(), map(HCCL_LOGGERS.__contains__, map(_LOGGER, records))))
+    if present:  # (None is not DEBUG: HCCL records without a level are read)
+        loud = map(_NOT_QUIET.__contains__, map(levels.__getitem__, hccl))
+        hccl = list(compress(hccl, map(not_, loud)))
+    texts = map(_ORIGINAL, map(records.__getitem__, hccl))
+    matter = compress(hccl, map(may_matter, texts))
+    if not errors:
+        return list(matter)
+    return sorted([*errors, *matter])
+
+
+def device_positions(records: Sequence[Record]) -> Iterable[int]:
+    """Positions, in order, of a device log's records that can matter: ERRORs (RDMA errors),
+    HCCL's lines (AI-CPU notify waits) and the TLS state, whatever their level."""
+    errors = map(ERROR_LEVELS.__contains__, map(_LEVEL, records))
+    hccl = map(HCCL_LOGGERS.__contains__, map(_LOGGER, records))
+    tls = map(contains, map(_ORIGINAL, records), repeat("TLS SWITCH"))
+    return compress(count(), map(or_, map(or_, errors, hccl), tls))
+
+
+def _indexes(values: list[str | None], wanted: str) -> list[int]:
+    """Every index of `wanted` in `values`: `list.index` runs in C, and ERRORs are few."""
+    found: list[int] = []
+    at = -1
+    try:
+        while True:
+            at = values.index(wanted, at + 1)
+            found.append(at)
+    except ValueError:
+        return found
