@@ -51,6 +51,9 @@ class ProcessLog:
     _latest: int | None = None
     """The time of the latest fact folded (None: none yet, or the last one had no time)."""
     _cuts_moved: bool = False
+    _cuts_stale: bool = False
+    """A restart or recovery marker arrived: the cuts are worked out again at the next fold
+    (once, not at each marker: a process prints its [HCCL_ENV] block thousands of times)."""
 
     def __post_init__(self) -> None:
         self._views = [ProcessView(ProcessKey(self.host, self.pid))]
@@ -67,11 +70,11 @@ class ProcessLog:
                 printed = self.env_printed.setdefault(str(fact.value), [])
                 printed.append(fact.time_us)
                 if len(printed) > 1:  # the first print of a variable never starts a life
-                    self._cut_again()
+                    self._cuts_stale = True
         elif name == "resumed":
             if fact.time_us is not None:
                 self.resumes.append(fact.time_us)
-                self._cut_again()
+                self._cuts_stale = True
         else:  # events_dropped
             self.dropped += int(fact.value)
 
@@ -90,6 +93,9 @@ class ProcessLog:
         return sorted([(time, False) for time in merged] + [(time, True) for time in self.resumes])
 
     def lives(self) -> list[ProcessView]:
+        if self._cuts_stale:
+            self._cut_again()
+            self._cuts_stale = False
         arrived = (len(self.facts), len(self.events), len(self.heard), self.dropped)
         if arrived != self._folded or self._cuts_moved:
             if self._cuts_moved or self._cuts or not self._fold_arrivals():
