@@ -26,17 +26,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from npuwatch.sinks.search.shipper import SearchShipper, ShipSettings
 from tests.opensearch_node.launcher import start_node
 
 from make_tree import write_tree
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.metrics import SelfMetrics
+from npuwatch.sinks.follower import JournalFollower
 from npuwatch.sinks.search.dead_letters import DeadLetters
 from npuwatch.sinks.search.documents import block_actions
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
+from npuwatch.sinks.search.search_sink import SearchSink, ShipSettings
 from npuwatch.sinks.search.streams import all_streams, template_name
 from npuwatch.sinks.search.templates import index_template
 
@@ -100,15 +101,20 @@ def ship(engine: SearchEngine, journal: Path, work: Path, namespace: str, docs: 
     )
     state = work / f"ship-{namespace}"
     shutil.rmtree(state, ignore_errors=True)
-    shipper = SearchShipper(
+    metrics = SelfMetrics()
+    sink = SearchSink(
         engine,
+        metrics,
+        DeadLetters(state / "dead.jsonl"),
+        ShipSettings(namespace=namespace, host="bench-host", chunk_docs=docs, blocks_per_page=4),
+    )
+    shipper = JournalFollower(
+        sink,
         journal,
         CursorStore(state / "cursors.json"),
         threading.Condition(),
         threading.Event(),
-        SelfMetrics(),
-        DeadLetters(state / "dead.jsonl"),
-        ShipSettings(namespace=namespace, host="bench-host", chunk_docs=docs, blocks_per_page=4),
+        metrics,
     )
     started = time.perf_counter()
     while shipper.pump():
