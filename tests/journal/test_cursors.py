@@ -41,10 +41,21 @@ def test_the_cursor_file_is_plain_json_with_a_version(tmp_path: Path) -> None:
     assert data == {
         "version": 1,
         "cursors": {
-            "console": {"blocks": [3, 17], "events": [2, 5]},
-            "search": {"blocks": [1, 0], "events": [4, 250]},
+            "console": {"blocks": [3, 17], "events": [2, 5], "states": [0, 0]},
+            "search": {"blocks": [1, 0], "events": [4, 250], "states": [0, 0]},
         },
     }
+
+
+def test_a_file_written_before_states_reads_as_no_state_read_yet(tmp_path: Path) -> None:
+    path = tmp_path / "cursors.json"
+    path.write_text(
+        '{"version": 1, "cursors": {"search": {"blocks": [1, 7], "events": [4, 250]}}}',
+        encoding="utf-8",
+    )
+    store = CursorStore(path)
+    assert store.get("search") == Cursor(Position(1, 7), Position(4, 250), Position(0, 0))
+    assert not store.recovered
 
 
 def test_no_file_means_no_cursors_and_no_warning(

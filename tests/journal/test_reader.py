@@ -91,9 +91,9 @@ def test_events_after_pages_across_segments_in_order_with_every_event_once(
 def test_end_is_after_the_last_block_and_the_last_event(tmp_path: Path) -> None:
     write_segments(tmp_path, [5, 5, 4], events=2)
     with JournalReader(tmp_path) as reader:
-        assert reader.end() == (Position(3, 4), Position(3, 2))
+        assert reader.end() == (Position(3, 4), Position(3, 2), Position(3, 0))
         assert open_segment_files(tmp_path) == {"segment-00000003.db"}
-        blocks_end, events_end = reader.end()
+        blocks_end, events_end, _ = reader.end()
         assert reader.blocks_after(blocks_end) == []
         assert reader.events_after(events_end) == []
         write_segments(tmp_path, [2], events=1)
@@ -112,7 +112,7 @@ def test_the_end_of_a_journal_just_reopened_is_the_start_of_its_new_segment(
     journal.open()
     try:
         with JournalReader(tmp_path) as reader:
-            assert reader.end() == (Position(2, 0), Position(2, 0))
+            assert reader.end() == (Position(2, 0), Position(2, 0), Position(2, 0))
     finally:
         journal.close()
 
@@ -123,7 +123,7 @@ def test_the_end_of_a_journal_without_segments_is_the_beginning(tmp_path: Path, 
     if name == "empty":
         directory.mkdir()
     with JournalReader(directory) as reader:
-        assert reader.end() == (Position(), Position())
+        assert reader.end() == (Position(), Position(), Position())
         assert reader.blocks_after(Position()) == []
         assert reader.events_after(Position()) == []
 

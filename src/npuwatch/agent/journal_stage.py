@@ -21,7 +21,7 @@ from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import END, JournalWork
 from npuwatch.journal.block import encode_block
 from npuwatch.journal.rows import FileSource
-from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow
+from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, StateRow
 from npuwatch.journal.store import CommitBatch, Journal, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
 from npuwatch.records import Record, SourceInfo
@@ -154,6 +154,7 @@ class JournalStage:
         checkpoints: dict[str, Checkpoint] = {}
         forget: dict[str, None] = {}
         events: dict[str, EventRow] = {}
+        states: dict[str, StateRow] = {}
         for work in works:
             if work.records:
                 runs = groups.setdefault(work.file_key, [])
@@ -170,6 +171,9 @@ class JournalStage:
                 checkpoints[work.file_key] = work.checkpoint
             for row in work.events:
                 events[row.id] = row
+            for state in work.states:
+                states.pop(state.id, None)  # the newest version, in the order of the newest
+                states[state.id] = state
         compress = self.journal.settings.compress
         for key, runs in groups.items():
             for source, records, _ in runs:
@@ -189,6 +193,7 @@ class JournalStage:
         batch.checkpoints = list(checkpoints.values())
         batch.forget = list(forget)
         batch.events = list(events.values())
+        batch.states = list(states.values())
         return batch
 
     def _count(self, batch: CommitBatch, works: list[JournalWork]) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone
-from npuwatch.journal.segment import Checkpoint, EventRow
+from npuwatch.journal.segment import Checkpoint, EventRow, StateRow
 from npuwatch.metrics import SelfMetrics
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine, RuleStream
@@ -45,6 +45,7 @@ class JournalWork:
     checkpoint: Checkpoint | None = None
     forget: str | None = None
     size: int = 0
+    states: list[StateRow] = field(default_factory=list)
 
 
 def event_row(event: Event, file_key: str | None) -> EventRow:

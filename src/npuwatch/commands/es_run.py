@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +23,86 @@ from npuwatch.sinks.search.settings import (
     connection_from,
     dead_letter_path,
 )
-from npuwatch.sinks.search.streams import all_streams, policy_name, template_name
-from npuwatch.sinks.search.templates import index_template, lifecycle_policy
+from npuwatch.sinks.search.streams import (
+    INGESTED_PIPELINE,
+    STATE_INDICES,
+    all_streams,
+    events_template_name,
+    policy_name,
+    state_index,
+    state_template_name,
+    template_name,
+)
+from npuwatch.sinks.search.templates import (
+    events_template,
+    index_template,
+    ingested_pipeline,
+    lifecycle_policy,
+    state_template,
+)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Something `es setup` installs in the engine, and how `es check` reads it back."""
+
+    what: str
+    name: str
+    covers: str
+    install: Callable[[SearchEngine], None]
+    read: Callable[[SearchEngine], object | None]
+
+
+def _parts(section: SearchSinkSection, replicas: int) -> list[_Part]:
+    namespace, flavour = section.namespace, section.flavour
+    plain = ", ".join(state_index(name, namespace) for name in STATE_INDICES)
+
+    def template(name: str, body: dict[str, Any]) -> _Part:
+        covers = ", ".join(body["index_patterns"])
+        return _Part(
+            "index template",
+            name,
+            covers,
+            lambda engine: engine.put_index_template(name, body),
+            lambda engine: engine.index_template(name),
+        )
+
+    return [
+        _Part(
+            "ingest pipeline",
+            INGESTED_PIPELINE,
+            "stamps event.ingested on events, topology and incidents",
+            lambda engine: engine.put_pipeline(INGESTED_PIPELINE, ingested_pipeline()),
+            lambda engine: engine.pipeline(INGESTED_PIPELINE),
+        ),
+        template(template_name(namespace), index_template(namespace, flavour, replicas=replicas)),
+        template(
+            events_template_name(namespace),
+            events_template(namespace, flavour, replicas=replicas),
+        ),
+        _Part(
+            "index template",
+            state_template_name(namespace),
+            plain,
+            lambda engine: engine.put_index_template(
+                state_template_name(namespace), state_template(namespace, replicas=replicas)
+            ),
+            lambda engine: engine.index_template(state_template_name(namespace)),
+        ),
+    ]
 
 
 def run_setup(args: argparse.Namespace) -> int:
     _, section, engine = _load(args)
     problems = 0
     try:
-        name = template_name(section.namespace)
-        try:
-            engine.put_index_template(
-                name, index_template(section.namespace, section.flavour, replicas=args.replicas)
-            )
-            print(f"index template {name}: installed (logs-ascend.*-{section.namespace})")
-        except Exception as error:
-            _problem(f"cannot install the index template {name}: {_describe(error)}")
-            return EXIT_FINDINGS
+        for part in _parts(section, args.replicas):
+            try:
+                part.install(engine)
+            except Exception as error:
+                _problem(f"cannot install the {part.what} {part.name}: {_describe(error)}")
+                return EXIT_FINDINGS
+            print(f"{part.what} {part.name}: installed ({part.covers})")
         days = int(section.delete_after // 86400)
         policy = lifecycle_policy(section.flavour, days, section.namespace)
         policy_id = policy_name(section.namespace)
@@ -66,20 +131,21 @@ def run_check(args: argparse.Namespace) -> int:
             f"connected: {section.flavour} {version.get('number', '?')} "
             f"(cluster {info.get('cluster_name', '?')})"
         )
-        name = template_name(section.namespace)
-        try:
-            template = engine.index_template(name)
-        except Exception as error:
-            problems += 1
-            _problem(
-                f"cannot read the index template {name}: {_describe(error)}{_privilege(error)}"
-            )
-        else:
-            if template is None:
+        for part in _parts(section, replicas=1):
+            try:
+                found = part.read(engine)
+            except Exception as error:
                 problems += 1
-                _problem(f"index template {name} is missing: run `npuwatch es setup`")
+                _problem(
+                    f"cannot read the {part.what} {part.name}: {_describe(error)}"
+                    f"{_privilege(error)}"
+                )
+                continue
+            if found is None:
+                problems += 1
+                _problem(f"{part.what} {part.name} is missing: run `npuwatch es setup`")
             else:
-                print(f"index template {name}: present")
+                print(f"{part.what} {part.name}: present")
         try:
             policy = engine.lifecycle_policy(policy_name(section.namespace))
         except Exception as error:

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 class Cursor:
     blocks: Position = field(default_factory=Position)
     events: Position = field(default_factory=Position)
+    states: Position = field(default_factory=Position)
 
 
 class CursorStore:
@@ -49,7 +50,12 @@ class CursorStore:
         try:
             data = json.loads(text.decode("utf-8"))
             return {
-                name: Cursor(Position(*value["blocks"]), Position(*value["events"]))
+                name: Cursor(
+                    Position(*value["blocks"]),
+                    Position(*value["events"]),
+                    # A file of a version before states: the sink has read none.
+                    Position(*value.get("states", (0, 0))),
+                )
                 for name, value in data["cursors"].items()
             }
         except (ValueError, KeyError, TypeError, AttributeError) as error:
@@ -83,6 +89,7 @@ class CursorStore:
                 name: {
                     "blocks": [c.blocks.segment, c.blocks.row],
                     "events": [c.events.segment, c.events.row],
+                    "states": [c.states.segment, c.states.row],
                 }
                 for name, c in sorted(self._cursors.items())
             },

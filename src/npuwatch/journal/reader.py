@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from npuwatch.journal.segment import Segment, StoredBlock
+from npuwatch.journal.segment import Segment, StateRow, StoredBlock
 from npuwatch.journal.store import list_segments
 
 T = TypeVar("T")
@@ -103,6 +103,14 @@ class JournalReader:
         sequence, events = found
         return [(Position(sequence, seq), id_, doc) for seq, id_, doc in events]
 
+    def states_after(self, position: Position, limit: int = 256) -> list[tuple[Position, StateRow]]:
+        """Up to `limit` states written after `position`, in the order they were written."""
+        found = self._page_after(position, lambda s, start: s.states_after(start, limit))
+        if found is None:
+            return []
+        sequence, states = found
+        return [(Position(sequence, seq), row) for seq, row in states]
+
     def _page_after(
         self, position: Position, fetch: Callable[[Segment, int], list[T]]
     ) -> tuple[int, list[T]] | None:
@@ -125,13 +133,33 @@ class JournalReader:
                 return sequence, page
         return None
 
-    def end(self) -> tuple[Position, Position]:
-        """The positions after the last block and after the last event."""
+    def end(self) -> tuple[Position, Position, Position]:
+        """The positions after the last block, the last event and the last state."""
         for sequence, path in reversed(list_segments(self.directory)):
             segment = self._segment(sequence, path)
             if segment is None:
                 continue
             self._release_before(sequence)  # only the newest readable segment stays open
-            last_block, last_event = segment.last_block_id(), segment.last_event_seq()
-            return Position(sequence, last_block), Position(sequence, last_event)
-        return Position(), Position()
+            return (
+                Position(sequence, segment.last_block_id()),
+                Position(sequence, segment.last_event_seq()),
+                Position(sequence, segment.last_state_seq()),
+            )
+        return Position(), Position(), Position()
+
+    def latest_states(self) -> dict[str, StateRow]:
+        """The newest row of every state the journal holds, by id (read from the newest
+        segment back: what an agent takes up at its start)."""
+        latest: dict[str, StateRow] = {}
+        for sequence, path in reversed(list_segments(self.directory)):
+            segment = self._segment(sequence, path)
+            if segment is None:
+                continue
+            in_segment: dict[str, StateRow] = {}
+            seq = 0
+            while page := segment.states_after(seq, 1024):
+                in_segment.update((row.id, row) for _, row in page)  # a later row replaces
+                seq = page[-1][0]
+            for id_, row in in_segment.items():
+                latest.setdefault(id_, row)  # a newer segment's row stays
+        return latest

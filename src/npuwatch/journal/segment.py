@@ -81,6 +81,13 @@ CREATE TABLE IF NOT EXISTS events (
     count INTEGER NOT NULL,
     document TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS states (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    stream TEXT NOT NULL,
+    updated_us INTEGER NOT NULL,
+    document TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS checkpoints (
     file_key TEXT PRIMARY KEY,
     path TEXT NOT NULL,
@@ -168,6 +175,19 @@ class EventRow:
 
 
 @dataclass(frozen=True)
+class StateRow:
+    """A document that is replaced, not added to (a process's topology, an agent's heartbeat):
+    a later row with the same id takes the place of the earlier one, with a new `seq`, so that
+    a sink's cursor sees it again. AUTOINCREMENT: a seq is never given twice, even to the row
+    that replaces the newest one."""
+
+    id: str
+    stream: str
+    updated_us: int
+    document: str
+
+
+@dataclass(frozen=True)
 class StoredBlock:
     """A block row as read back: where it came from, its summary and its payload."""
 
@@ -250,9 +270,10 @@ class Segment:
         forget: Iterable[str],
         written_us: int,
         snapshot: bool = False,
+        states: Sequence[StateRow] = (),
     ) -> None:
-        """Write blocks, events and checkpoints in one transaction. `snapshot`: the checkpoints
-        are every checkpoint there is (a new segment starts with the full set)."""
+        """Write blocks, events, states and checkpoints in one transaction. `snapshot`: the
+        checkpoints are every checkpoint there is (a new segment starts with the full set)."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -326,6 +347,12 @@ class Segment:
                     for e in events
                 ],
             )
+            if states:
+                db.executemany("DELETE FROM states WHERE id = ?", [(row.id,) for row in states])
+                db.executemany(
+                    "INSERT INTO states (id, stream, updated_us, document) VALUES (?,?,?,?)",
+                    [(row.id, row.stream, row.updated_us, row.document) for row in states],
+                )
             db.executemany("DELETE FROM checkpoints WHERE file_key = ?", [(k,) for k in forget])
             db.executemany(
                 f"INSERT OR REPLACE INTO checkpoints ({CHECKPOINT_COLUMNS}) "
@@ -381,9 +408,39 @@ class Segment:
         ).fetchall()
         return [(int(seq_), str(id_), str(doc)) for seq_, id_, doc in rows]
 
+    def states_after(self, seq: int, limit: int) -> list[tuple[int, StateRow]]:
+        """(seq, row) of the states written after `seq` (none in a segment of a journal
+        format without them)."""
+        try:
+            rows = self._db.execute(
+                "SELECT seq, id, stream, updated_us, document FROM states WHERE seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (seq, limit),
+            ).fetchall()
+        except sqlite3.OperationalError as error:
+            if _missing_table(error):
+                return []
+            raise
+        return [(int(row[0]), StateRow(row[1], row[2], int(row[3]), row[4])) for row in rows]
+
+    def last_state_seq(self) -> int:
+        try:
+            row = self._db.execute("SELECT max(seq) FROM states").fetchone()
+        except sqlite3.OperationalError as error:
+            if _missing_table(error):
+                return 0
+            raise
+        return int(row[0] or 0)
+
     def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
         """Run a read-only query (the `grep` planner builds these from its filters)."""
         return self._db.execute(sql, parameters).fetchall()
+
+
+def _missing_table(error: sqlite3.OperationalError) -> bool:
+    """A segment written before its table existed, opened read-only (one opened for writing
+    gets every table)."""
+    return "no such table" in str(error)
 
 
 def _add_checkpoint_columns(db: sqlite3.Connection) -> None:

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.journal.layout import segment_file_name, segment_files
-from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, Segment, Sync
+from npuwatch.journal.segment import (
+    BlockToWrite,
+    Checkpoint,
+    EventRow,
+    Segment,
+    StateRow,
+    Sync,
+)
 from npuwatch.private_files import create_private, make_private, private_directory
 
 _QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")
@@ -47,16 +54,18 @@ class JournalSettings:
 
 @dataclass
 class CommitBatch:
-    """What one transaction writes: blocks and events, and the checkpoints they reach."""
+    """What one transaction writes: blocks, events and states, and the checkpoints they
+    reach."""
 
     blocks: list[BlockToWrite] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     forget: list[str] = field(default_factory=list)
     """Files gone for good: their checkpoints are dropped."""
+    states: list[StateRow] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.blocks or self.events or self.checkpoints or self.forget)
+        return bool(self.blocks or self.events or self.checkpoints or self.forget or self.states)
 
 
 class JournalUnavailable(Exception):
@@ -230,6 +239,7 @@ class Journal:
                 batch.forget,
                 now_us,
                 snapshot=snapshot,
+                states=batch.states,
             )
         except sqlite3.OperationalError as error:
             raise JournalUnavailable(str(error)) from error

@@ -15,6 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from npuwatch.journal.cursors import Cursor, CursorStore
@@ -79,8 +80,13 @@ class JournalFollower:
 
     def _first_cursor(self) -> Cursor:
         saved = self._cursors.get(self.sink.name)
-        blocks, events = self._reader.end()
-        if saved is not None and saved.blocks <= blocks and saved.events <= events:
+        blocks, events, states = self._reader.end()
+        if (
+            saved is not None
+            and saved.blocks <= blocks
+            and saved.events <= events
+            and saved.states <= states
+        ):
             return saved
         if saved is not None:
             # The journal was deleted and started again: the cursor points past its end, where
@@ -91,7 +97,7 @@ class JournalFollower:
                 self._cursors.path,
                 "at its end" if self.sink.traits.from_the_end else "at its beginning",
             )
-        cursor = Cursor(blocks, events) if self.sink.traits.from_the_end else Cursor()
+        cursor = Cursor(blocks, events, states) if self.sink.traits.from_the_end else Cursor()
         self._cursors.set(self.sink.name, cursor)
         return cursor
 
@@ -111,13 +117,19 @@ class JournalFollower:
             blocks = self._reader.blocks_after(self.cursor.blocks, traits.blocks_per_page)
             if blocks:
                 self.sink.deliver(Page(blocks=blocks), self._pause())
-                self.cursor = Cursor(blocks[-1][0], self.cursor.events)
+                self.cursor = replace(self.cursor, blocks=blocks[-1][0])
                 moved = True
         events = self._reader.event_rows_after(self.cursor.events, traits.events_per_page)
         if events:
             self.sink.deliver(Page(events=events), self._pause())
-            self.cursor = Cursor(self.cursor.blocks, events[-1][0])
+            self.cursor = replace(self.cursor, events=events[-1][0])
             moved = True
+        if traits.reads_states:
+            states = self._reader.states_after(self.cursor.states, traits.events_per_page)
+            if states:
+                self.sink.deliver(Page(states=states), self._pause())
+                self.cursor = replace(self.cursor, states=states[-1][0])
+                moved = True
         if not moved:
             self._caught_up_at = self._wall()
         self._show_backlog()

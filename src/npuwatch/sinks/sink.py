@@ -16,17 +16,20 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from npuwatch.journal.reader import Position
-from npuwatch.journal.segment import StoredBlock
+from npuwatch.journal.segment import StateRow, StoredBlock
 from npuwatch.metrics import SelfMetrics
 
 
 @dataclass(frozen=True)
 class Page:
-    """Journal entries after a sink's cursor: blocks of records, or events (never both)."""
+    """Journal entries after a sink's cursor: blocks of records, events or states (one kind a
+    page)."""
 
     blocks: list[tuple[Position, StoredBlock]] = field(default_factory=list)
     events: list[tuple[Position, str, str]] = field(default_factory=list)
     """(position, event id, JSON document) of each event."""
+    states: list[tuple[Position, StateRow]] = field(default_factory=list)
+    """Documents that replace the one of the same id (topology, heartbeats)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class SinkTraits:
 
     reads_blocks: bool = True
     """False for a sink of events only: record blocks are not even read."""
+    reads_states: bool = False
+    """True for a sink that ships the states (the search engine's topology index)."""
     blocks_per_page: int = 16
     events_per_page: int = 256
     from_the_end: bool = False

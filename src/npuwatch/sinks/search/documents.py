@@ -17,23 +17,31 @@ from typing import Any, NamedTuple
 
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.documents import to_record
-from npuwatch.journal.segment import StoredBlock
+from npuwatch.journal.segment import StateRow, StoredBlock
 from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import format_timestamp
-from npuwatch.sinks.search.streams import dataset_of, events_stream, record_stream
+from npuwatch.sinks.search.streams import (
+    dataset_of,
+    events_stream,
+    record_stream,
+    state_index,
+)
 from npuwatch.vocabulary import LEVEL_RANKS
 
 
 class Action(NamedTuple):
-    """One `create` of a bulk request, and what a dead letter needs to say which entry it was."""
+    """One document of a bulk request, and what a dead letter needs to say which entry it was:
+    a `create` into a data stream (a replay is answered 409), or an `index` that replaces the
+    document of the same id (a state: a process's topology, an agent's heartbeat)."""
 
     id: str
     stream: str
     document: dict[str, Any]
+    op: str = "create"
 
     def bulk(self) -> dict[str, Any]:
         return {
-            "_op_type": "create",
+            "_op_type": self.op,
             "_index": self.stream,
             "_id": self.id,
             "_source": self.document,
@@ -89,6 +97,11 @@ def event_action(event_id: str, document_text: str, namespace: str) -> Action:
         "namespace": namespace,
     }
     return Action(event_id, events_stream(namespace), document)
+
+
+def state_action(row: StateRow, namespace: str) -> Action:
+    """A state replaces its earlier version in its plain index (`logs-ascend.<stream>-<ns>`)."""
+    return Action(row.id, state_index(row.stream, namespace), json.loads(row.document), "index")
 
 
 def _now() -> str:

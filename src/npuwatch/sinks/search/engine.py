@@ -113,6 +113,17 @@ class SearchEngine:
         templates = found.get("index_templates", [])
         return dict(templates[0]["index_template"]) if templates else None
 
+    def put_pipeline(self, name: str, body: dict[str, Any]) -> None:
+        self.client.ingest.put_pipeline(id=name, body=body)
+
+    def pipeline(self, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.client.ingest.get_pipeline(id=name)[name])
+        except Exception as error:
+            if status_of(error) == 404:
+                return None
+            raise
+
     def count(self, index: str, query: dict[str, Any] | None = None) -> int:
         self.client.indices.refresh(index=index, ignore_unavailable=True)
         body = {"query": query} if query is not None else None

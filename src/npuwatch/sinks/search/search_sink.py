@@ -23,7 +23,7 @@ from typing import Any
 
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.search.dead_letters import DeadLetters
-from npuwatch.sinks.search.documents import Action, block_actions, event_action
+from npuwatch.sinks.search.documents import Action, block_actions, event_action, state_action
 from npuwatch.sinks.search.engine import SearchEngine
 from npuwatch.sinks.sink import Page, Pause, SinkTraits
 
@@ -91,6 +91,7 @@ class SearchSink:
         self.name = name
         self.settings = settings
         self.traits = SinkTraits(
+            reads_states=True,
             blocks_per_page=settings.blocks_per_page,
             events_per_page=settings.events_per_page,
             first_pause_s=settings.initial_backoff_s,
@@ -115,7 +116,9 @@ class SearchSink:
                     skipped += 1
                 else:
                     actions.append(action)
-        actions.extend(event_action(i, doc, self.settings.namespace) for _, i, doc in page.events)
+        namespace = self.settings.namespace
+        actions.extend(event_action(i, doc, namespace) for _, i, doc in page.events)
+        actions.extend(state_action(row, namespace) for _, row in page.states)
         self.ship(actions, pause)
         if skipped:
             self._metrics.shipped.labels(self.name, "below_min_level").inc(skipped)

@@ -29,6 +29,16 @@ def events_stream(namespace: str) -> str:
     return f"logs-ascend.events-{namespace}"
 
 
+STATE_INDICES = ("topology", "incidents")
+"""Plain indices (documents replaced by id, not appended): the agents' topology facts and
+heartbeats, and the correlator's incidents."""
+
+
+def state_index(name: str, namespace: str) -> str:
+    """`logs-ascend.topology-<namespace>`: a plain index of documents replaced by id."""
+    return f"logs-ascend.{name}-{namespace}"
+
+
 def all_streams(namespace: str) -> list[str]:
     return [
         f"logs-ascend.plog-{namespace}",
@@ -38,9 +48,21 @@ def all_streams(namespace: str) -> list[str]:
     ]
 
 
+INGESTED_PIPELINE = "npuwatch-ingested"
+"""The ingest pipeline that stamps `event.ingested` (docs/adr/0003-live-incidents.md)."""
+
+
 def template_name(namespace: str) -> str:
     """The index template of one namespace's data streams."""
     return f"{NAME_PREFIX}-{namespace}"
+
+
+def events_template_name(namespace: str) -> str:
+    return f"{NAME_PREFIX}-events-{namespace}"
+
+
+def state_template_name(namespace: str) -> str:
+    return f"{NAME_PREFIX}-state-{namespace}"
 
 
 def policy_name(namespace: str) -> str:

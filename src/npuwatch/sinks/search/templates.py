@@ -1,10 +1,15 @@
-"""The index template and the lifecycle policy that `npuwatch es setup` installs.
+"""The index templates, ingest pipeline and lifecycle policy that `npuwatch es setup` installs.
 
 The mappings are generated from the record schema (records.LogRecord), so that a field added to
 the schema is mapped the day it is shipped: codes, levels, modules, hosts and every other string
 are keywords; `message` is text; `event.original` is kept in `_source` but neither indexed nor
 aggregatable (ECS does the same: the parsed fields are what is searched); times are dates.
 Anything a document brings that the schema does not name is mapped as a keyword too.
+
+Three templates a namespace: the log data streams (`logs-ascend.*-<ns>`); the events stream
+(`logs-ascend.events-<ns>`), the same but for the ingest pipeline that stamps `event.ingested`
+(the correlator reads new events by it, docs/adr/0003-live-incidents.md); and the plain indices
+of the topology and incidents (documents replaced by id), with the same pipeline.
 """
 
 from __future__ import annotations
@@ -14,7 +19,13 @@ from typing import Any
 from npuwatch.setting_values import check_namespace
 from npuwatch.sinks.search.engine import Flavour
 from npuwatch.sinks.search.engines import engine_class
-from npuwatch.sinks.search.streams import TEMPLATE_PRIORITY
+from npuwatch.sinks.search.streams import (
+    INGESTED_PIPELINE,
+    STATE_INDICES,
+    TEMPLATE_PRIORITY,
+    events_stream,
+    state_index,
+)
 
 _TEXT_FIELDS = frozenset({"message"})
 _STORED_ONLY = frozenset({"event.original"})
@@ -58,9 +69,74 @@ def index_template(
     }
 
 
+def events_template(namespace: str, flavour: Flavour, replicas: int = 1) -> dict[str, Any]:
+    """The events data stream's template: the logs' template, and the ingest time stamped."""
+    template = index_template(namespace, flavour, replicas=replicas)
+    template["index_patterns"] = [events_stream(namespace)]
+    template["priority"] = TEMPLATE_PRIORITY + 5
+    template["template"]["settings"]["index.default_pipeline"] = INGESTED_PIPELINE
+    template["template"]["mappings"]["properties"].setdefault("event", {"properties": {}})
+    template["template"]["mappings"]["properties"]["event"]["properties"]["ingested"] = {
+        "type": "date"
+    }
+    return template
+
+
+def state_template(namespace: str, replicas: int = 1) -> dict[str, Any]:
+    """The plain indices of documents replaced by id (topology, heartbeats, incidents)."""
+    check_namespace(namespace)
+    return {
+        "index_patterns": [state_index(name, namespace) for name in STATE_INDICES],
+        "priority": TEMPLATE_PRIORITY + 10,
+        "template": {
+            "settings": {
+                "number_of_shards": 1,
+                "number_of_replicas": replicas,
+                "index.default_pipeline": INGESTED_PIPELINE,
+            },
+            "mappings": {
+                "dynamic_templates": [
+                    {"strings_as_keywords": {"match_mapping_type": "string", "mapping": _keyword()}}
+                ],
+                "properties": {
+                    "@timestamp": {"type": "date"},
+                    "event": {"properties": {"ingested": {"type": "date"}}},
+                    # What the correlator reads back whole and never searches: stored, not
+                    # indexed (their values mix numbers and text, and a job has thousands).
+                    "ascend": {
+                        "properties": {
+                            "topology": {"properties": {"facts": _stored_only_object()}},
+                            "heartbeat": {"properties": {"processes": _stored_only_object()}},
+                            "incident": {
+                                "properties": {
+                                    name: _stored_only_object()
+                                    for name in ("victims", "unheard", "evidence", "revisions")
+                                }
+                            },
+                        }
+                    },
+                },
+            },
+        },
+        "_meta": {"managed_by": "npuwatch", "description": "Ascend topology and incidents"},
+    }
+
+
+def ingested_pipeline() -> dict[str, Any]:
+    """Stamps every document with the time the engine took it in (`event.ingested`)."""
+    return {
+        "description": "npuwatch: the time the document was indexed, for incremental reads",
+        "processors": [{"set": {"field": "event.ingested", "value": "{{{_ingest.timestamp}}}"}}],
+    }
+
+
 def lifecycle_policy(flavour: Flavour, delete_after_days: int, namespace: str) -> dict[str, Any]:
     """Delete the data after `delete_after_days` (rolling over daily or at 50 GB before)."""
     return engine_class(flavour).lifecycle_policy_body(delete_after_days, namespace)
+
+
+def _stored_only_object() -> dict[str, Any]:
+    return {"type": "object", "enabled": False}
 
 
 def _keyword() -> dict[str, Any]:

@@ -14,9 +14,11 @@ import org.opensearch.common.settings.Settings;
 import org.opensearch.core.common.transport.TransportAddress;
 import org.opensearch.env.Environment;
 import org.opensearch.http.HttpServerTransport;
+import org.opensearch.ingest.common.IngestCommonPlugin;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
 import org.opensearch.painless.PainlessPlugin;
+import org.opensearch.script.mustache.MustachePlugin;
 import org.opensearch.plugins.Plugin;
 import org.opensearch.transport.Netty4Plugin;
 
@@ -31,7 +33,12 @@ public final class TestNode {
 
     /** Plugins loaded from the classpath (no plugins/ or modules/ directory is needed). */
     static final List<Class<? extends Plugin>> PLUGINS =
-            List.of(Netty4Plugin.class, CommonAnalysisPlugin.class, PainlessPlugin.class);
+            List.of(
+                    Netty4Plugin.class,
+                    CommonAnalysisPlugin.class,
+                    PainlessPlugin.class,
+                    IngestCommonPlugin.class,
+                    MustachePlugin.class);
 
     /** Node subclass only to reach the protected constructor that takes classpath plugins. */
     static final class EmbeddedNode extends Node {
