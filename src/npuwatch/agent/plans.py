@@ -14,18 +14,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from npuwatch.agent.collective_stage import CollectiveSettings
 from npuwatch.agent.journal_stage import JournalTiming
 from npuwatch.collector.discovery import FileFilter
 from npuwatch.collector.npu_smi_poller import PollSettings
 from npuwatch.collector.roots import discover_roots
 from npuwatch.collector.tailer import TailSettings
 from npuwatch.config import (
+    CollectiveSection,
     Config,
     DevicesSection,
     JournalSection,
     ProfilingSection,
     PrometheusSinkSection,
     RulesSection,
+    SourcesSection,
 )
 from npuwatch.default_paths import SYSTEM_RULES
 from npuwatch.journal.store import JournalSettings
@@ -170,3 +173,21 @@ def plan_exporter(exporter: PrometheusSinkSection) -> ExporterPlan | None:
     web = exporter.web_config_file
     security = load_web_config(web) if web is not None else None
     return ExporterPlan(exporter.listen, security, web)
+
+
+@dataclass(frozen=True)
+class CollectivePlan:
+    settings: CollectiveSettings
+
+
+def plan_collective(
+    collective: CollectiveSection, sources: SourcesSection
+) -> CollectivePlan | None:
+    if not collective.enabled:
+        return None
+    return CollectivePlan(
+        CollectiveSettings(
+            heartbeat_interval_s=collective.heartbeat_interval,
+            quiet_close_s=sources.idle_flush,
+        )
+    )

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from npuwatch.agent.collective_stage import CollectiveWatch
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone
@@ -97,8 +98,11 @@ class RulesStage:
         idle_flush_s: float = 5.0,
         wall: Callable[[], float] = time.time,
         context_files: int = CONTEXT_FILES,
+        collective: CollectiveWatch | None = None,
     ) -> None:
         self.engine = engine
+        self._collective = collective
+        """The extraction for the cluster correlator (collective_stage.py), in this thread."""
         self._inbox = inbox
         self._outbox = outbox
         self._stop = stop
@@ -133,6 +137,7 @@ class RulesStage:
             while not self._stop.is_set():  # set only when the agent abandons its drain
                 if time.monotonic() >= next_quiet_check:
                     self._release_quiet_streams()
+                    self._collective_tick()
                     next_quiet_check = time.monotonic() + min(self._idle_flush_s, 1.0)
                 item = self._inbox.get(timeout=min(self._idle_flush_s, 1.0))
                 if item is END:
@@ -200,8 +205,20 @@ class RulesStage:
         self._checkpoints[batch.file_key] = checkpoint
         work = JournalWork(batch.file_key, batch.source, records, checkpoint=checkpoint)
         work.events = self._rows(self.engine.drain())
+        if self._collective is not None:
+            rows, work.states = self._collective.observe(
+                batch.records, batch.file_key, time.monotonic()
+            )
+            work.events.extend(rows)
         work.size = len(batch.raw) if batch.raw else 0
         self._outbox.put(work, work.size, self._stop)
+
+    def _collective_tick(self) -> None:
+        if self._collective is None:
+            return
+        rows, states = self._collective.tick(time.monotonic(), int(self._wall() * 1_000_000))
+        if rows or states:
+            self._outbox.put(JournalWork("", None, events=rows, states=states), 0, self._stop)
 
     def _keep_window(self, file_key: str) -> None:
         """Mark the file's window as the most recent; empty the windows beyond the bound."""
@@ -231,6 +248,9 @@ class RulesStage:
         """Shutdown: every event held is journaled now, so no checkpoint needs a replay (the
         journal thread writes all of this in its last transaction)."""
         self._outbox.put_always(JournalWork("", None, events=self._rows(self.engine.flush())))
+        if self._collective is not None:
+            rows, states = self._collective.finish()
+            self._outbox.put_always(JournalWork("", None, events=rows, states=states))
         for key, checkpoint in self._checkpoints.items():
             if checkpoint.replay_from < checkpoint.offset:
                 settled = replace(checkpoint, replay_from=checkpoint.offset)

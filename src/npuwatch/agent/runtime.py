@@ -19,6 +19,8 @@ import threading
 import time
 from pathlib import Path
 
+from npuwatch import __version__
+from npuwatch.agent.collective_stage import CollectiveWatch, JournalStates
 from npuwatch.agent.journal_stage import JournalStage
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
@@ -93,6 +95,14 @@ class Agent:
             emit_at_stop=self._emit_at_stop,
         )
         self._rule_locations = topology.rules.locations
+        self._journal_states = JournalStates(topology.journal.directory)
+        collective = (
+            CollectiveWatch(
+                topology.host, __version__, topology.collective.settings, self._journal_states
+            )
+            if topology.collective is not None
+            else None
+        )
         self.rules = RulesStage(
             RuleEngine(topology.rules.ruleset),
             self.read_queue,
@@ -103,6 +113,7 @@ class Agent:
             watched_files=lambda: rule_files(self._rule_locations),
             reload_interval_s=topology.rules.reload_interval_s,
             idle_flush_s=sources.tail.idle_flush_s,
+            collective=collective,
         )
         self.journal_stage = JournalStage(
             self.journal,

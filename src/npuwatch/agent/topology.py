@@ -21,12 +21,14 @@ from typing import TextIO
 
 from npuwatch.agent.plans import (
     RULES_ADVICE,
+    CollectivePlan,
     DevicesPlan,
     ExporterPlan,
     JournalPlan,
     ProfilingPlan,
     RulesPlan,
     SourcesPlan,
+    plan_collective,
     plan_devices,
     plan_exporter,
     plan_journal,
@@ -66,6 +68,7 @@ class Topology:
     journal: JournalPlan
     devices: DevicesPlan | None
     profiling: ProfilingPlan
+    collective: CollectivePlan | None
     exporter: ExporterPlan | None
     sinks: tuple[SinkPlan, ...]
 
@@ -106,6 +109,7 @@ def build(config: Config, environ: Mapping[str, str], console: TextIO | None = N
         journal=plan_journal(config.journal, config.journal_path()),
         devices=plan_devices(config.devices),
         profiling=plan_profiling(config.profiling),
+        collective=plan_collective(config.collective, config.sources),
         exporter=exporter,
         sinks=tuple(sinks),
     )

@@ -23,6 +23,7 @@ from npuwatch.config.loading import (
 from npuwatch.config.sections import (
     STRICT_AND_DISCREET,
     AgentSection,
+    CollectiveSection,
     DevicesSection,
     JournalSection,
     ProfilingSection,
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_CONFIG_PATH",
     "AgentSection",
     "ByteSize",
+    "CollectiveSection",
     "Config",
     "ConfigError",
     "ConfigProblem",
@@ -79,6 +81,7 @@ class Config(BaseModel):
     journal: JournalSection = Field(default_factory=JournalSection)
     devices: DevicesSection = Field(default_factory=DevicesSection)
     profiling: ProfilingSection = Field(default_factory=ProfilingSection)
+    collective: CollectiveSection = Field(default_factory=CollectiveSection)
     sinks: SinksSection = Field(default_factory=SinksSection)
 
     def journal_path(self) -> Path:

@@ -250,3 +250,22 @@ class JournalSection(BaseModel):
         description='"full" fsyncs every commit and survives power loss; "normal" survives a '
         "killed agent only",
     )
+
+
+class CollectiveSection(BaseModel):
+    """Topology facts and collective-failure events for the cluster correlator (`npuwatch
+    correlate`): read from every record the agent reads, whatever the sinks' min_level,
+    journaled, and shipped to logs-ascend.topology-<namespace> (one document per process and
+    communicator, and a heartbeat) and logs-ascend.events-<namespace>."""
+
+    model_config = STRICT
+
+    enabled: bool = Field(
+        default=True, description="extract and ship what the cluster correlator needs"
+    )
+    heartbeat_interval: Duration = Field(
+        default=30.0,
+        ge=1,
+        description="how often the heartbeat says this agent is alive and which processes "
+        "still write (the correlator tells a silent process from a host without data by it)",
+    )

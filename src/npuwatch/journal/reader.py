@@ -147,6 +147,27 @@ class JournalReader:
             )
         return Position(), Position(), Position()
 
+    def state(self, id_: str) -> StateRow | None:
+        """The newest row of one state, from the newest segment that has it (the older
+        segments it opened on the way are closed again)."""
+        segments = list_segments(self.directory)
+        try:
+            for sequence, path in reversed(segments):
+                segment = self._segment(sequence, path)
+                if segment is None:
+                    continue
+                try:
+                    found = segment.state(id_)
+                except sqlite3.DatabaseError as error:
+                    self._skip(sequence, path, error)
+                    continue
+                if found is not None:
+                    return found
+            return None
+        finally:
+            if segments:
+                self._release_before(segments[-1][0])
+
     def latest_states(self) -> dict[str, StateRow]:
         """The newest row of every state the journal holds, by id (read from the newest
         segment back: what an agent takes up at its start)."""

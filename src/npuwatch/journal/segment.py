@@ -423,6 +423,18 @@ class Segment:
             raise
         return [(int(row[0]), StateRow(row[1], row[2], int(row[3]), row[4])) for row in rows]
 
+    def state(self, id_: str) -> StateRow | None:
+        """The row of one state, by id (None when this segment has none)."""
+        try:
+            row = self._db.execute(
+                "SELECT id, stream, updated_us, document FROM states WHERE id = ?", (id_,)
+            ).fetchone()
+        except sqlite3.OperationalError as error:
+            if _missing_table(error):
+                return None
+            raise
+        return None if row is None else StateRow(row[0], row[1], int(row[2]), row[3])
+
     def last_state_seq(self) -> int:
         try:
             row = self._db.execute("SELECT max(seq) FROM states").fetchone()

@@ -84,6 +84,19 @@ class CollectiveExtractor:
                 out.append(Fact(state.key, "events_dropped", state.dropped, None))
         return out
 
+    def close(self, host: str, pid: int) -> list[Extracted]:
+        """Close the open blocks of one process: it went quiet (a live reader's end of input,
+        which otherwise never comes for the last block a dying process wrote)."""
+        out: list[Extracted] = []
+        state = self._processes.get((host, pid))
+        if state is not None:
+            self._events.close_all(state, out)
+        return out
+
+    def forget(self, host: str, pid: int) -> None:
+        """Drop what is kept of a process long silent (bounded memory in a live reader)."""
+        self._processes.pop((host, pid), None)
+
     # -- per record ---------------------------------------------------------------------------
 
     def _state(self, record: Record, out: list[Extracted]) -> ProcessState | None:
