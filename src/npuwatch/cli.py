@@ -32,6 +32,8 @@ _ARGUMENTS = {
     "profile": "npuwatch.commands.profile:add_profile_commands",
     "baseline": "npuwatch.commands.baseline:add_baseline_commands",
     "doctor": "npuwatch.commands.doctor:add_doctor_command",
+    "correlate": "npuwatch.commands.correlate:add_correlate_command",
+    "incident": "npuwatch.commands.incident:add_incident_commands",
 }
 """Each command, and the function that adds its arguments (in the order --help lists them)."""
 

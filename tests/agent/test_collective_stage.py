@@ -72,7 +72,7 @@ def test_collective_events_become_event_rows_the_correlator_reads_back_whole() -
     ]
     one = watch()
     rows, _ = one.observe(records, "file-key", now_s=100.0)
-    closed, _ = one.finish()
+    closed, _ = one.finish(now_s=101.0, wall_us=WALL_US)
     rows += closed
     assert [event_from_document(json.loads(row.document)) for row in rows] == expected
     assert {row.rule for row in rows} == {f"collective.{event.kind}" for event in expected}
@@ -186,3 +186,16 @@ def test_a_process_silent_for_long_is_forgotten_and_its_documents_are_kept() -> 
     _, beat = one.tick(now_s=100.0 + 3600.0, wall_us=WALL_US)
     heartbeat = Heartbeat.from_document(json.loads(beat[-1].document))
     assert heartbeat.processes == {}
+
+
+def test_a_stopping_agent_writes_what_changed_and_a_last_heartbeat_at_once() -> None:
+    records = records_of()
+    one = watch()
+    one.tick(now_s=99.0, wall_us=WALL_US)  # the first heartbeat, before any record
+    one.observe(records, "k", now_s=100.0)
+    _, states = one.finish(now_s=100.1, wall_us=WALL_US + 1_100_000)
+    ids = [row.id for row in states]
+    assert process_document_id(HOST, 3306, None) in ids  # not waiting its second
+    beat = Heartbeat.from_document(json.loads(states[-1].document))
+    assert ids[-1] == heartbeat_document_id(HOST)
+    assert beat.clock_us == WALL_US + 1_100_000 and 3306 in beat.processes

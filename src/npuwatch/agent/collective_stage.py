@@ -140,12 +140,16 @@ class CollectiveWatch:
         states = self._due(now_s, wall_us)
         return rows, states
 
-    def finish(self) -> tuple[list[EventRow], list[StateRow]]:
-        """The agent stops: every open block closed, every changed document written now."""
-        rows = self._take(self._extractor.finish(), "", float("inf"))
-        self._written_at.clear()
+    def finish(self, now_s: float, wall_us: int) -> tuple[list[EventRow], list[StateRow]]:
+        """The agent stops: every open block closed, every changed document written now, and a
+        last heartbeat (what it saw writing, and when it was last alive)."""
+        rows = self._take(self._extractor.finish(), "", now_s)
+        for id_, (change, _) in self._changes.items():
+            self._changes[id_] = (change, float("-inf"))  # due now, whatever their pause
+            self._written_at.pop(id_, None)
+        self._next_beat = now_s
         self._lookup.close()
-        return rows, self._due(float("inf"), wall_us=None)
+        return rows, self._due(now_s, wall_us)
 
     # -- facts and events ---------------------------------------------------------------------
 

@@ -249,7 +249,7 @@ class RulesStage:
         journal thread writes all of this in its last transaction)."""
         self._outbox.put_always(JournalWork("", None, events=self._rows(self.engine.flush())))
         if self._collective is not None:
-            rows, states = self._collective.finish()
+            rows, states = self._collective.finish(time.monotonic(), int(self._wall() * 1_000_000))
             self._outbox.put_always(JournalWork("", None, events=rows, states=states))
         for key, checkpoint in self._checkpoints.items():
             if checkpoint.replay_from < checkpoint.offset:

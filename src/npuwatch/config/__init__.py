@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from npuwatch.config.correlate import CorrelateSection
 from npuwatch.config.example import commented_toml
 from npuwatch.config.loading import (
     ConfigError,
@@ -51,6 +52,7 @@ __all__ = [
     "ConfigProblem",
     "ConfigUnreadable",
     "ConsoleSinkSection",
+    "CorrelateSection",
     "DevicesSection",
     "Duration",
     "JournalSection",
@@ -83,6 +85,7 @@ class Config(BaseModel):
     profiling: ProfilingSection = Field(default_factory=ProfilingSection)
     collective: CollectiveSection = Field(default_factory=CollectiveSection)
     sinks: SinksSection = Field(default_factory=SinksSection)
+    correlate: CorrelateSection = Field(default_factory=CorrelateSection)
 
     def journal_path(self) -> Path:
         """The journal folder: journal.path (under state_directory when relative), else

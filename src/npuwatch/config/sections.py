@@ -253,10 +253,11 @@ class JournalSection(BaseModel):
 
 
 class CollectiveSection(BaseModel):
-    """Topology facts and collective-failure events for the cluster correlator (`npuwatch
-    correlate`): read from every record the agent reads, whatever the sinks' min_level,
-    journaled, and shipped to logs-ascend.topology-<namespace> (one document per process and
-    communicator, and a heartbeat) and logs-ascend.events-<namespace>."""
+    """What the cluster correlator needs: topology facts, collective failures, heartbeats.
+
+    Read from every record the agent reads, whatever the sinks' min_level, journaled, and
+    shipped to logs-ascend.topology-<namespace> (one document per process and communicator, and
+    a heartbeat) and logs-ascend.events-<namespace> (`npuwatch correlate` reads them)."""
 
     model_config = STRICT
 

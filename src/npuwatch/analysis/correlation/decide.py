@@ -21,7 +21,7 @@ from npuwatch.analysis.correlation.fault import (
 )
 from npuwatch.analysis.correlation.graph import Node, walk
 from npuwatch.analysis.correlation.incident import Incident, Place
-from npuwatch.analysis.correlation.prepare import TIMEOUT_CLASSES, Ev, Prepared
+from npuwatch.analysis.correlation.prepare import TIMEOUT_CLASSES, Ev, Prepared, window_us
 from npuwatch.analysis.correlation.timeouts import timeout_finding
 from npuwatch.parsers.hccl.model import Evidence, ProcessKey
 
@@ -210,6 +210,8 @@ def _incident(fault: Fault, finding: Finding) -> Incident:
     recovered = not fault.prepared.recovered.isdisjoint(
         root_keys | {ev.process for ev in fault.evs}
     )
+    timed = [ev.time_us for ev in fault.evs if ev.time_us is not None]
+    settling = fault.first_timeout or fault.evs[0]
     return Incident(
         faultdiag_code=finding.code,
         summary=_summary(finding, roots, victims),
@@ -223,6 +225,12 @@ def _incident(fault: Fault, finding: Finding) -> Incident:
         first_us=first_time,
         notes=notes,
         recovered=recovered,
+        last_us=max(timed, default=None),
+        settle_us=None
+        if first_time is None
+        else first_time + window_us(fault.prepared, fault.evs, settling.cls),
+        ranks_expected=fault.rank_count(fault.communicator),
+        ranks_reported=len({ev.process for ev in fault.evs} | root_keys),
     )
 
 

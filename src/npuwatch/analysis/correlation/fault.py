@@ -92,7 +92,7 @@ class Fault:
             if found is not None:
                 return found
         if event.remote_rank is not None:
-            count = self._rank_count(ev.communicator)
+            count = self.rank_count(ev.communicator)
             if count is not None and event.remote_rank >= count:
                 self.notes.append(
                     f"{key.describe()} names rank {event.remote_rank} of a "
@@ -129,7 +129,7 @@ class Fault:
         self.unheard.setdefault(place, None)
         return place
 
-    def _rank_count(self, communicator: str | None) -> int | None:
+    def rank_count(self, communicator: str | None) -> int | None:
         found = self.directory.communicators.get(communicator or "")
         return None if found is None else found.rank_count
 

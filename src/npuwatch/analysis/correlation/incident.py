@@ -189,6 +189,31 @@ class Incident:
     first_us: int | None = None
     notes: list[str] = field(default_factory=list)
     recovered: bool = False
+    last_us: int | None = None
+    """The time of the latest report of the fault."""
+    settle_us: int | None = None
+    """By when every report the fault will get has come: its first report plus the timeout
+    of its failure class and a grace (CORRELATION.md §2). Before, a live verdict is
+    provisional, unless every rank reported."""
+    ranks_expected: int | None = None
+    """The rank count of the fault's communicator, when known."""
+    ranks_reported: int = 0
+    """The processes that reported the fault."""
+    status: str | None = None
+    """How a live incident stands (`provisional`, `closed: quiet` …), for its report."""
+    victims_counted: tuple[int, dict[str, int]] | None = None
+    """The victims' count and their count by host, when `victims` lists only the first ones
+    (an incident read back from the search engine)."""
+
+    @property
+    def victim_count(self) -> int:
+        return self.victims_counted[0] if self.victims_counted else len(self.victims)
+
+    def settled(self, now_us: int) -> bool:
+        """Whether the verdict can be taken as final at `now_us` (the settle rule)."""
+        if self.ranks_expected is not None and self.ranks_reported >= self.ranks_expected:
+            return True
+        return self.settle_us is not None and now_us >= self.settle_us
 
     @property
     def kind(self) -> str:
@@ -199,6 +224,8 @@ class Incident:
         return FAULTDIAG_CODES[self.faultdiag_code][2]
 
     def victims_by_host(self) -> dict[str, int]:
+        if self.victims_counted is not None:
+            return dict(self.victims_counted[1])
         counts: dict[str, int] = {}
         for place in self.victims:
             host = place.host or "-"

@@ -119,7 +119,7 @@ def failures(prepared: Prepared) -> list[list[Ev]]:
     for ev in prepared.events:
         by_bucket[(ev.communicator, ev.cls, ev.process.incarnation)].append(ev)
     for (_, cls, _), evs in by_bucket.items():
-        window = _window_us(prepared, evs, cls)
+        window = window_us(prepared, evs, cls)
         run: list[Ev] = []
         for ev in evs:
             previous = run[-1].time_us if run else None
@@ -138,7 +138,7 @@ def failures(prepared: Prepared) -> list[list[Ev]]:
         return index
 
     spans = [_span(run) for run in runs]
-    windows = [_window_us(prepared, run, run[0].cls) for run in runs]
+    windows = [window_us(prepared, run, run[0].cls) for run in runs]
     by_process: dict[ProcessKey, list[int]] = defaultdict(list)
     by_communicator: dict[str | None, list[int]] = defaultdict(list)
     for index, run in enumerate(runs):
@@ -158,7 +158,9 @@ def failures(prepared: Prepared) -> list[list[Ev]]:
     return [sorted(group, key=lambda e: (e.time_us or 0, e.process)) for group in groups.values()]
 
 
-def _window_us(prepared: Prepared, evs: list[Ev], cls: str) -> int:
+def window_us(prepared: Prepared, evs: list[Ev], cls: str) -> int:
+    """How long the reports of one failure class may keep coming: the largest timeout its
+    processes logged, HCCL's link-setup extra, and a grace."""
     timeout = max((prepared.timeout_s(ev.process, cls) for ev in evs[:64]), default=0.0)
     extra = LINK_SETUP_EXTRA_S if cls in ("socket", "rootinfo") else 0.0
     return int((timeout + extra + GRACE_S) * 1_000_000)

@@ -22,7 +22,9 @@ def render_incidents(
     lines: list[str] = []
     add = lines.append
     for number, incident in enumerate(incidents, 1):
-        status = " (recovered)" if incident.recovered else ""
+        status = f" ({incident.status})" if incident.status else ""
+        if incident.recovered and not incident.status:
+            status = " (recovered)"
         add(
             palette.bold(f"Incident {number}{status}: ")
             + palette.level("ERROR", incident.kind.replace("_", " "))
@@ -36,16 +38,15 @@ def render_incidents(
         _field(add, "why", incident.summary)
         if incident.waiting_chain:
             _field(add, "waiting", _chain(incident.waiting_chain))
-        if incident.victims:
+        if incident.victim_count:
             counts = incident.victims_by_host().items()
             by_host = ", ".join(f"{host} {count}" for host, count in counts)
-            _field(add, "victims", f"{len(incident.victims)}: {by_host}")
+            _field(add, "victims", f"{incident.victim_count}: {by_host}")
         if incident.unheard:
             _field(add, "no logs", ", ".join(p.label() for p in incident.unheard[:8]))
         for evidence in incident.evidence[:_EVIDENCE_SHOWN]:
-            _field(
-                add, "evidence", palette.dim(f"{_relative(evidence.file, root)}:{evidence.line}")
-            )
+            line = "" if evidence.line is None else f":{evidence.line}"  # an agent's: no line
+            _field(add, "evidence", palette.dim(f"{_relative(evidence.file, root)}{line}"))
             add(_INDENT + evidence.text[:150])
         _field(add, "check first", incident.check_first)
         for note in incident.notes[:_NOTES_SHOWN]:

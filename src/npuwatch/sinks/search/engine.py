@@ -124,6 +124,49 @@ class SearchEngine:
                 return None
             raise
 
+    def search(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The hits of one search request (a missing index has none)."""
+        found = self.client.search(index=index, body=body, ignore_unavailable=True)
+        return list(found["hits"]["hits"])
+
+    def get(self, index: str, id_: str) -> dict[str, Any] | None:
+        """The document with its `_seq_no` and `_primary_term`, or None when there is none."""
+        try:
+            return dict(self.client.get(index=index, id=id_))
+        except Exception as error:
+            if status_of(error) == 404:
+                return None
+            raise
+
+    def put_document(
+        self,
+        index: str,
+        id_: str,
+        document: dict[str, Any],
+        version: tuple[int, int] | None,
+    ) -> tuple[int, int]:
+        """Write a document only if it is still at `version` (its seq_no and primary term), or
+        only if there is none yet (`version` None); the new version. A document changed or made
+        meanwhile by another writer raises the client's conflict error (status_of gives 409)."""
+        # refresh=wait_for: searched for (incident list, Kibana) as soon as the call returns.
+        if version is None:
+            answer = self.client.index(
+                index=index, id=id_, body=document, op_type="create", refresh="wait_for"
+            )
+        else:
+            answer = self.client.index(
+                index=index,
+                id=id_,
+                body=document,
+                if_seq_no=version[0],
+                if_primary_term=version[1],
+                refresh="wait_for",
+            )
+        return int(answer["_seq_no"]), int(answer["_primary_term"])
+
+    def refresh(self, index: str) -> None:
+        self.client.indices.refresh(index=index, ignore_unavailable=True)
+
     def count(self, index: str, query: dict[str, Any] | None = None) -> int:
         self.client.indices.refresh(index=index, ignore_unavailable=True)
         body = {"query": query} if query is not None else None

@@ -1,0 +1,110 @@
+"""The agents' documents as the root-cause engine's input: what each says that is new.
+
+A process document is read again every time its agent rewrites it; only the facts it did not
+hold before are fed. An event is fed once, by id. A heartbeat gives each process its newest
+line (the engine's `heard` facts) and says which hosts are alive. Everything fed is kept, so
+that the engine can be made again from it (a compaction, when processes long gone are dropped),
+and a document that is not what it claims to be is a problem, not an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted
+from npuwatch.parsers.hccl.shipped import Heartbeat, ProcessFacts, event_from_document
+
+PROBLEMS_KEPT = 20
+
+
+class CorrelationInput:
+    """Every document read so far, by id, and what each gave the engine."""
+
+    def __init__(self) -> None:
+        self.processes: dict[str, ProcessFacts] = {}
+        self.events: dict[str, CollectiveEvent] = {}
+        self.heartbeats: dict[str, Heartbeat] = {}
+        """By host: the newest heartbeat of each agent."""
+        self.problems: list[str] = []
+        self.unreadable = 0
+
+    def take(self, hit: Mapping[str, Any]) -> list[Extracted]:
+        """What one search hit gives the engine that it did not have."""
+        source = hit.get("_source") or {}
+        dataset = (source.get("event") or {}).get("dataset")
+        try:
+            if dataset == "ascend.topology":
+                return self._process(source)
+            if dataset == "ascend.heartbeat":
+                return self._heartbeat(source)
+            if "collective" in (source.get("ascend") or {}):
+                return self._event(str(hit.get("_id")), source)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            self._problem(f"document {hit.get('_id')} of {hit.get('_index')}: {error!r}")
+            return []
+        self._problem(f"document {hit.get('_id')} of {hit.get('_index')} is not an agent's")
+        return []
+
+    def _process(self, source: Mapping[str, Any]) -> list[Extracted]:
+        facts = ProcessFacts.from_document(source)
+        before = self.processes.get(facts.id)
+        self.processes[facts.id] = facts
+        if before is None:
+            return list(facts.facts())
+        known = set(before.facts())
+        return [fact for fact in facts.facts() if fact not in known]
+
+    def _event(self, id_: str, source: Mapping[str, Any]) -> list[Extracted]:
+        if id_ in self.events:
+            return []
+        event = self.events[id_] = event_from_document(source)
+        return [event]
+
+    def _heartbeat(self, source: Mapping[str, Any]) -> list[Extracted]:
+        beat = Heartbeat.from_document(source)
+        before = self.heartbeats.get(beat.host)
+        if before is not None and before.clock_us >= beat.clock_us:
+            return []
+        self.heartbeats[beat.host] = beat
+        heard: list[Extracted] = []
+        for fact in beat.heard():
+            if before is None or before.processes.get(fact.process.pid) != fact.value:
+                heard.append(fact)
+        return heard
+
+    def everything(self) -> Iterator[Extracted]:
+        """All that was fed, for an engine made again from scratch."""
+        for facts in self.processes.values():
+            yield from facts.facts()
+        yield from self.events.values()
+        for beat in self.heartbeats.values():
+            yield from beat.heard()
+
+    def forget_before(self, cutoff_us: int) -> int:
+        """Drop what no fault can still need: processes and events older than `cutoff_us`
+        whose host's heartbeat no longer lists them; how many documents were dropped."""
+        listed = {(host, pid) for host, beat in self.heartbeats.items() for pid in beat.processes}
+        gone = [
+            id_
+            for id_, facts in self.processes.items()
+            if (facts.latest_us() or 0) < cutoff_us and (facts.host, facts.pid) not in listed
+        ]
+        for id_ in gone:
+            del self.processes[id_]
+        old = [i for i, e in self.events.items() if (e.last_us or e.time_us or 0) < cutoff_us]
+        for id_ in old:
+            del self.events[id_]
+        return len(gone) + len(old)
+
+    def alive(self, host: str, now_us: int) -> bool | None:
+        """Whether the agent of `host` beat recently (None: it never did)."""
+        beat = self.heartbeats.get(host)
+        if beat is None:
+            return None
+        return now_us - beat.clock_us <= int(3 * beat.interval_s * 1_000_000)
+
+    def _problem(self, text: str) -> None:
+        self.unreadable += 1
+        if len(self.problems) < PROBLEMS_KEPT:
+            self.problems.append(text)

@@ -1,0 +1,113 @@
+"""The incidents the correlator has written, and which of them a new verdict revises.
+
+An incident's id is made once, when it is first written; every later verdict about the same
+fault must find it again, however its first failure time moved as late hosts reported. A verdict
+is the same fault as a written incident when their times overlap (within the slack of a class
+window) and they share the communicator or a process. The book is rebuilt from the incidents
+index at every start, so the correlator keeps no state of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from npuwatch.analysis.correlation.incident import Incident
+from npuwatch.cluster.incident_document import iso_us
+
+SLACK_US = 3600 * 1_000_000
+"""How far apart in time a verdict and a written incident may start and still be one fault."""
+
+
+def _processes(places: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, int]]:
+    return frozenset(
+        (str(place.get("host") or ""), int(place["pid"]))
+        for place in places
+        if place.get("pid") is not None
+    )
+
+
+@dataclass
+class Tracked:
+    """A written incident: its id, the version to write over, and its stored content."""
+
+    id: str
+    version: tuple[int, int] | None
+    incident: dict[str, Any]
+    changed_at_us: int
+    """Wall time its verdict last changed (what the quiet period counts from)."""
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.incident.get("closed"))
+
+    @property
+    def kind(self) -> str:
+        return str(self.incident.get("kind"))
+
+    @property
+    def communicator(self) -> str | None:
+        found = self.incident.get("communicator")
+        return None if found is None else str(found)
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        first = iso_us(self.incident.get("first"))
+        last = iso_us(self.incident.get("last")) or first
+        return None if first is None or last is None else (first, last)
+
+    @property
+    def processes(self) -> frozenset[tuple[str, int]]:
+        places = [*self.incident.get("root_cause", ()), *self.incident.get("victims", ())]
+        return _processes(places)
+
+
+class IncidentBook:
+    """Every incident written (or read back at the start), by id."""
+
+    def __init__(self) -> None:
+        self.tracked: dict[str, Tracked] = {}
+
+    def load(self, hit: Mapping[str, Any], now_us: int) -> Tracked | None:
+        """Take an incident document as stored (a search hit or a get)."""
+        source = hit.get("_source") or {}
+        incident = (source.get("ascend") or {}).get("incident")
+        if not isinstance(incident, dict):
+            return None
+        version = None
+        if hit.get("_seq_no") is not None and hit.get("_primary_term") is not None:
+            version = (int(hit["_seq_no"]), int(hit["_primary_term"]))
+        changed = iso_us(incident.get("updated")) or now_us
+        tracked = Tracked(str(hit["_id"]), version, incident, changed)
+        self.tracked[tracked.id] = tracked
+        return tracked
+
+    def match(self, incident: Incident, taken: set[str]) -> Tracked | None:
+        """The written incident this verdict revises (not one in `taken`), or None."""
+        if incident.first_us is None:
+            return None
+        start = incident.first_us - SLACK_US
+        end = (incident.last_us or incident.first_us) + SLACK_US
+        places = [*incident.root_cause, *incident.victims]
+        processes = {(p.host or "", p.pid) for p in places if p.pid is not None}
+        best: tuple[int, int, Tracked] | None = None
+        for tracked in self.tracked.values():
+            if tracked.id in taken or tracked.window is None:
+                continue
+            first, last = tracked.window
+            if last < start or first > end:
+                continue
+            shared = len(processes & tracked.processes)
+            same = incident.communicator is not None and tracked.communicator == (
+                incident.communicator
+            )
+            if not (shared or same):
+                continue
+            score = (shared, -abs(first - incident.first_us))
+            if best is None or score > best[:2]:
+                best = (*score, tracked)
+        return None if best is None else best[2]
+
+    def open(self) -> list[Tracked]:
+        return [tracked for tracked in self.tracked.values() if not tracked.closed]

@@ -1,0 +1,308 @@
+"""The correlator's rounds: read what the agents shipped, decide, write the incidents.
+
+Each round reads the topology index (process documents, heartbeats) and the collective events
+incrementally (reader.py), feeds what is new to the root-cause engine (feed.py), asks it for
+its verdicts when anything came in, and writes each incident whose verdict changed, whose
+provisional verdict settled, or which closes (its processes recovered, or nothing changed for
+the quiet period). Every write is conditional on the version read (another correlator may run
+beside this one); a conflict reads the incident again and the next round writes over it only
+if it still says something else. Nothing is kept but what the search engine holds: a restarted
+correlator reads it all again and finds its incidents by their ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from npuwatch.analysis.correlation import Correlator, Incident
+from npuwatch.cluster.feed import CorrelationInput
+from npuwatch.cluster.incident_book import IncidentBook, Tracked
+from npuwatch.cluster.incident_document import (
+    changed_keys,
+    incident_document,
+    incident_id,
+    verdict,
+    verdict_changed,
+)
+from npuwatch.cluster.liveness import liveness_notes
+from npuwatch.cluster.metrics import CorrelatorMetrics, RootCauseSeries
+from npuwatch.cluster.reader import IngestReader
+from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
+from npuwatch.sinks.search.engine import SearchEngine, status_of
+from npuwatch.sinks.search.streams import events_stream, state_index
+
+log = logging.getLogger("npuwatch.correlate")
+
+INCIDENTS_STREAM = "incidents"
+_BOOK_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class CorrelateSettings:
+    namespace: str = "default"
+    poll_interval_s: float = 5.0
+    overlap_s: float = 120.0
+    lookback_s: float = 86400.0
+    quiet_period_s: float = 1800.0
+    compact_interval_s: float = 3600.0
+
+
+@dataclass
+class Round:
+    """What one round did."""
+
+    documents: int = 0
+    items: int = 0
+    written: int = 0
+
+
+class CorrelatorService:
+    """Reads, decides and writes, a round at a time."""
+
+    def __init__(
+        self,
+        engine: SearchEngine,
+        settings: CorrelateSettings,
+        metrics: CorrelatorMetrics,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._engine = engine
+        self._settings = settings
+        self._metrics = metrics
+        self._wall = wall
+        namespace = settings.namespace
+        self.incidents_index = state_index(INCIDENTS_STREAM, namespace)
+        self._readers = [
+            IngestReader(
+                engine,
+                state_index(TOPOLOGY_STREAM, namespace),
+                None,
+                settings.overlap_s,
+                settings.lookback_s,
+                wall=wall,
+            ),
+            IngestReader(
+                engine,
+                events_stream(namespace),
+                {"exists": {"field": "ascend.collective.kind"}},
+                settings.overlap_s,
+                settings.lookback_s,
+                wall=wall,
+            ),
+        ]
+        self.input = CorrelationInput()
+        self._correlator = Correlator()
+        self.book = IncidentBook()
+        self._verdicts: list[Incident] = []
+        self._dirty = False
+        self._book_loaded = False
+        self._next_compaction = wall() + settings.compact_interval_s
+
+    # -- a round ------------------------------------------------------------------------------
+
+    def round(self) -> Round:
+        done = Round()
+        now_us = self._now_us()
+        if not self._book_loaded:
+            self._load_book(now_us)
+        self._read(done)
+        if self._dirty:
+            try:
+                self._verdicts = self._correlator.incidents()
+            except Exception:  # a bug in the engine must not stop the service
+                self._metrics.errors.labels("engine").inc()
+                log.exception("the root-cause engine failed; its verdicts are not revised")
+            self._dirty = False
+        done.written = self._write_all(self._now_us())
+        self._compact()
+        self._show()
+        return done
+
+    def run(self, stop: threading.Event, ready: Callable[[], object] = lambda: None) -> None:
+        """Rounds every poll interval until `stop` is set."""
+        first = True
+        while not stop.is_set():
+            try:
+                self.round()
+            except Exception as error:  # the engine down: try again next round
+                self._metrics.errors.labels("read").inc()
+                log.warning("correlation round failed (%s); trying again", _said(error))
+            if first:
+                ready()
+                first = False
+            stop.wait(self._settings.poll_interval_s)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _load_book(self, now_us: int) -> None:
+        """Every incident written within the lookback: the ids to revise, and their versions."""
+        since = int(self._wall() * 1000) - int(self._settings.lookback_s * 1000)
+        body: dict[str, Any] = {
+            "size": _BOOK_PAGE,
+            "query": {"range": {"@timestamp": {"gte": since, "format": "epoch_millis"}}},
+            "sort": [{"@timestamp": {"order": "asc"}}, {"ascend.doc_id": {"order": "asc"}}],
+            "seq_no_primary_term": True,
+        }
+        while True:
+            hits = self._engine.search(self.incidents_index, body)
+            for hit in hits:
+                self.book.load(hit, now_us)
+                self._metrics.documents.labels("incident").inc()
+            if len(hits) < _BOOK_PAGE:
+                break
+            body["search_after"] = hits[-1]["sort"]
+        self._book_loaded = True
+
+    def _read(self, done: Round) -> None:
+        for reader in self._readers:
+            hits = reader.read()
+            done.documents += len(hits)
+            for hit in hits:
+                items = self.input.take(hit)
+                self._metrics.documents.labels(_kind_of(hit)).inc()
+                if items:
+                    self._correlator.add_all(items)
+                    done.items += len(items)
+                    self._dirty = True
+        self._metrics.read_lag.set(0)
+        self._metrics.processes.set(len(self.input.processes))
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _write_all(self, now_us: int) -> int:
+        written = 0
+        taken: set[str] = set()
+        for incident in self._verdicts:
+            tracked = self.book.match(incident, taken)
+            id_ = (
+                tracked.id
+                if tracked is not None
+                else incident_id(incident.communicator, incident.first_us)
+            )
+            taken.add(id_)
+            written += self._revise(id_, tracked, incident, now_us)
+        for tracked in self.book.open():
+            if tracked.id not in taken and self._quiet(tracked, now_us):
+                written += self._close(tracked, now_us)
+        return written
+
+    def _revise(self, id_: str, tracked: Tracked | None, incident: Incident, now_us: int) -> int:
+        found = verdict(incident, provisional=not incident.settled(now_us))
+        before = tracked.incident if tracked is not None else None
+        reason = None
+        if incident.recovered:
+            reason = "recovered"
+        elif (
+            tracked is not None
+            and self._quiet(tracked, now_us)
+            and not verdict_changed(tracked.incident, found)
+        ):
+            reason = "quiet"
+        notes = liveness_notes(incident, self.input, now_us)
+        document = incident_document(id_, found, before, now_us, reason, notes)
+        if before is not None and not changed_keys(before, document["ascend"]["incident"]):
+            return 0
+        result = "created" if tracked is None else "closed" if reason else "revised"
+        if not self._put(id_, tracked, document, now_us, result):
+            return 0
+        if tracked is None and incident.first_us is not None:
+            self._metrics.first_verdict.observe(max(now_us - incident.first_us, 0) / 1e6)
+        log.info("incident %s %s: %s", id_, result, found["summary"])
+        return 1
+
+    def _close(self, tracked: Tracked, now_us: int) -> int:
+        """An incident no verdict speaks of any more, quiet for the period: closed as it is."""
+        found = dict(tracked.incident)
+        document = incident_document(
+            tracked.id, found, tracked.incident, now_us, "quiet", found.get("liveness", ())
+        )
+        return 1 if self._put(tracked.id, tracked, document, now_us, "closed") else 0
+
+    def _quiet(self, tracked: Tracked, now_us: int) -> bool:
+        return now_us - tracked.changed_at_us >= self._settings.quiet_period_s * 1e6
+
+    def _put(
+        self,
+        id_: str,
+        tracked: Tracked | None,
+        document: dict[str, Any],
+        now_us: int,
+        result: str,
+    ) -> bool:
+        version = tracked.version if tracked is not None else None
+        try:
+            written = self._engine.put_document(self.incidents_index, id_, document, version)
+        except Exception as error:
+            if status_of(error) == 409:  # another correlator wrote it first
+                self._metrics.writes.labels("conflict").inc()
+                stored = self._engine.get(self.incidents_index, id_)
+                if stored is not None:
+                    self.book.load(stored, now_us)
+                return False
+            self._metrics.errors.labels("write").inc()
+            log.warning("cannot write incident %s (%s); trying again", id_, _said(error))
+            return False
+        self._metrics.writes.labels(result).inc()
+        self.book.tracked[id_] = Tracked(id_, written, document["ascend"]["incident"], now_us)
+        return True
+
+    # -- upkeep -------------------------------------------------------------------------------
+
+    def _compact(self) -> None:
+        """Drop what no fault can still need, and make the engine again from the rest."""
+        now = self._wall()
+        if now < self._next_compaction:
+            return
+        self._next_compaction = now + self._settings.compact_interval_s
+        cutoff = int((now - self._settings.lookback_s) * 1_000_000)
+        if self.input.forget_before(cutoff):
+            self._correlator = Correlator()
+            self._correlator.add_all(self.input.everything())
+            self._dirty = True
+
+    def _show(self) -> None:
+        series: list[RootCauseSeries] = []
+        open_by_kind: dict[str, int] = {}
+        for tracked in self.book.open():
+            incident = tracked.incident
+            open_by_kind[tracked.kind] = open_by_kind.get(tracked.kind, 0) + 1
+            roots = incident.get("root_cause") or [{}]
+            for place in roots:
+                series.append(
+                    RootCauseSeries(
+                        incident=tracked.id,
+                        kind=tracked.kind,
+                        host=str(place.get("host") or ""),
+                        npu=_label(place.get("device")),
+                        rank=_label(place.get("rank")),
+                        provisional=bool(incident.get("provisional")),
+                        victims=int(incident.get("victims_count") or 0),
+                    )
+                )
+        self._metrics.incidents.show(series, open_by_kind)
+
+    def _now_us(self) -> int:
+        return int(self._wall() * 1_000_000)
+
+
+def _kind_of(hit: dict[str, Any]) -> str:
+    dataset = ((hit.get("_source") or {}).get("event") or {}).get("dataset")
+    return {
+        "ascend.topology": "process",
+        "ascend.heartbeat": "heartbeat",
+    }.get(str(dataset), "event")
+
+
+def _label(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def _said(error: BaseException) -> str:
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    status = status_of(error)
+    return f"HTTP {status}: {text}" if status is not None else text

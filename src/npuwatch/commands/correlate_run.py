@@ -1,0 +1,180 @@
+"""`npuwatch correlate`: the cluster service, one round of it, or the journals of several hosts.
+
+Signals: SIGTERM or SIGINT end the service after the round under way (it keeps no state: the
+next start reads everything again from the search engine). Under systemd (`Type=notify`) it
+says READY after its first round and pings the watchdog while its rounds go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from npuwatch.analysis.correlation import Correlator, Incident
+from npuwatch.analysis.correlation.report_text import render_incidents
+from npuwatch.cluster.feed import CorrelationInput
+from npuwatch.cluster.incident_document import incident_from_document
+from npuwatch.cluster.metrics import CorrelatorMetrics
+from npuwatch.cluster.service import CorrelateSettings, CorrelatorService
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.config import Config, config_path_from, load_config
+from npuwatch.journal.layout import segment_files
+from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.parsers import resolve_timezone
+from npuwatch.problems import Problems
+from npuwatch.service.notify import SystemdNotifier
+from npuwatch.sinks.prometheus.exporter import MetricsServer
+from npuwatch.sinks.prometheus.web_config import load_web_config
+from npuwatch.sinks.search.engine import SearchEngine
+from npuwatch.sinks.search.engines import connect
+from npuwatch.sinks.search.settings import SECTION, SecretUnreadable, connection_from
+from npuwatch.terminal import Palette, wants_colour
+
+log = logging.getLogger("npuwatch.correlate")
+
+
+def run_correlate(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level, format="npuwatch: %(levelname)s %(message)s", stream=sys.stderr
+    )
+    for client in ("elastic_transport", "elasticsearch", "opensearch"):
+        logging.getLogger(client).setLevel(logging.WARNING)
+    if args.journal:
+        return _print(_from_journals(args.journal), args)
+    config = load_config(args.config or config_path_from(os.environ), os.environ)
+    engine = engine_of(config)
+    metrics = CorrelatorMetrics()
+    service = CorrelatorService(engine, settings_of(config), metrics)
+    if args.once:
+        service.round()
+        stored = [tracked.incident for tracked in service.book.tracked.values()]
+        return _print([incident_from_document(found) for found in stored], args, stored)
+    return _serve(service, metrics, config)
+
+
+def settings_of(config: Config) -> CorrelateSettings:
+    correlate = config.correlate
+    return CorrelateSettings(
+        namespace=config.sinks.elasticsearch.namespace,
+        poll_interval_s=correlate.poll_interval,
+        overlap_s=correlate.overlap,
+        lookback_s=correlate.lookback,
+        quiet_period_s=correlate.quiet_period,
+    )
+
+
+def engine_of(config: Config) -> SearchEngine:
+    """A client of the search engine of [sinks.elasticsearch], its secrets read."""
+    try:
+        return connect(connection_from(config.sinks.elasticsearch, os.environ))
+    except SecretUnreadable as error:
+        raise Problems([f"{SECTION} {error}"]) from None
+
+
+def _serve(service: CorrelatorService, metrics: CorrelatorMetrics, config: Config) -> int:
+    correlate = config.correlate
+    web = correlate.web_config_file
+    server = MetricsServer(
+        metrics.registry, correlate.listen, load_web_config(web) if web is not None else None
+    )
+    stop = threading.Event()
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            os._exit(128 + signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGINT, on_stop)
+    notifier = SystemdNotifier.from_environ(os.environ)
+    try:
+        server.start()
+    except OSError as error:
+        raise Problems([f"{error}: /metrics is not served (set [correlate] listen)"]) from None
+    log.info("correlating %s every %.0f s", service.incidents_index, correlate.poll_interval)
+    watchdog = threading.Thread(
+        target=_watchdog, args=(notifier, stop), name="npuwatch-watchdog", daemon=True
+    )
+    try:
+        if notifier.watchdog_interval is not None:
+            watchdog.start()
+        service.run(stop, ready=lambda: notifier.ready("correlating"))
+        notifier.stopping("stopping")
+    finally:
+        stop.set()
+        server.stop()
+        notifier.close()
+    return EXIT_OK
+
+
+def _watchdog(notifier: SystemdNotifier, stop: threading.Event) -> None:
+    interval = notifier.watchdog_interval or 30.0
+    while not stop.wait(interval):
+        notifier.watchdog()
+
+
+# -- offline: the journals of several hosts -----------------------------------------------------
+
+
+def _from_journals(folders: list[Path]) -> list[Incident]:
+    fed = CorrelationInput()
+    correlator = Correlator()
+    for folder in folders:
+        directory = _journal_of(folder)
+        with JournalReader(directory) as reader:
+            for row in reader.latest_states().values():
+                correlator.add_all(fed.take(_hit(row.id, row.document)))
+            position = Position()
+            while rows := reader.event_rows_after(position, 1024):
+                for _, id_, document in rows:
+                    if '"collective"' in document:
+                        correlator.add_all(fed.take(_hit(id_, document)))
+                position = rows[-1][0]
+    for problem in fed.problems:
+        log.warning("%s", problem)
+    return correlator.incidents()
+
+
+def _journal_of(folder: Path) -> Path:
+    if not folder.is_dir():
+        fail(f"{folder}: no such folder: give an agent's state directory or its journal folder")
+    if segment_files(folder):
+        return folder
+    if not segment_files(folder / "journal"):
+        fail(f"{folder}: no journal here (no segment-*.db in it or in {folder / 'journal'})")
+    return folder / "journal"
+
+
+def _hit(id_: str, document: str) -> dict[str, Any]:
+    return {"_id": id_, "_index": "journal", "_source": json.loads(document)}
+
+
+# -- printing -----------------------------------------------------------------------------------
+
+
+def _print(
+    incidents: list[Incident],
+    args: argparse.Namespace,
+    stored: list[dict[str, Any]] | None = None,
+) -> int:
+    if args.json:
+        found = stored if stored is not None else [i.to_dict() for i in incidents]
+        json.dump({"incidents": found}, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        try:
+            zone = resolve_timezone(args.timezone)
+        except ValueError as error:
+            fail(str(error))
+        palette = Palette(wants_colour(sys.stdout))
+        lines = render_incidents(incidents, zone, palette) or ["No collective incident."]
+        sys.stdout.write("\n".join(lines).rstrip("\n") + "\n")
+    return EXIT_FINDINGS if incidents else EXIT_OK

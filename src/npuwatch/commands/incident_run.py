@@ -1,0 +1,121 @@
+"""`npuwatch incident list|show`: the correlator's incidents, read from the search engine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from npuwatch.analysis.correlation.report_text import render_incidents
+from npuwatch.cluster.incident_document import incident_from_document, iso_us
+from npuwatch.cluster.service import INCIDENTS_STREAM
+from npuwatch.commands.correlate_run import engine_of
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.config import config_path_from, load_config
+from npuwatch.parsers import resolve_timezone
+from npuwatch.quantities import parse_duration
+from npuwatch.sinks.console import format_datetime
+from npuwatch.sinks.search.engine import SearchEngine, status_of
+from npuwatch.sinks.search.streams import state_index
+from npuwatch.terminal import Palette, wants_colour
+
+_LISTED = 1000
+
+
+def run_list(args: argparse.Namespace) -> int:
+    try:
+        since_s = parse_duration(args.since)
+    except ValueError as error:
+        fail(f"--since: {error}")
+    engine, index = _open(args)
+    since_ms = int((time.time() - since_s) * 1000)
+    filters: list[dict[str, Any]] = [
+        {"range": {"@timestamp": {"gte": since_ms, "format": "epoch_millis"}}}
+    ]
+    if args.open:
+        filters.append({"term": {"ascend.incident.closed": False}})
+    body = {
+        "size": _LISTED,
+        "query": {"bool": {"filter": filters}},
+        "sort": [{"@timestamp": {"order": "desc"}}],
+    }
+    hits = _read(engine, lambda: engine.search(index, body))
+    stored = [hit["_source"]["ascend"]["incident"] for hit in hits]
+    if args.json:
+        _json({"incidents": stored})
+    else:
+        zone = _zone(args)
+        for found in stored:
+            sys.stdout.write(_line(found, zone) + "\n")
+        if not stored:
+            sys.stdout.write(f"No incident since {args.since} ago in {index}.\n")
+    return EXIT_OK if stored else EXIT_FINDINGS
+
+
+def run_show(args: argparse.Namespace) -> int:
+    engine, index = _open(args)
+    hit = _read(engine, lambda: engine.get(index, args.id))
+    if hit is None:
+        sys.stderr.write(f"npuwatch: no incident {args.id} in {index} (npuwatch incident list)\n")
+        return EXIT_FINDINGS
+    stored = hit["_source"]["ascend"]["incident"]
+    if args.json:
+        _json(stored)
+        return EXIT_OK
+    palette = Palette(wants_colour(sys.stdout))
+    lines = render_incidents([incident_from_document(stored)], _zone(args), palette)
+    sys.stdout.write(f"incident {args.id}\n" + "\n".join(lines).rstrip("\n") + "\n")
+    return EXIT_OK
+
+
+def _open(args: argparse.Namespace) -> tuple[SearchEngine, str]:
+    config = load_config(args.config or config_path_from(os.environ), os.environ)
+    namespace = config.sinks.elasticsearch.namespace
+    return engine_of(config), state_index(INCIDENTS_STREAM, namespace)
+
+
+def _read(engine: SearchEngine, request: Any) -> Any:
+    try:
+        return request()
+    except Exception as error:
+        status = status_of(error)
+        said = str(error).splitlines()[0] if str(error) else type(error).__name__
+        hosts = ", ".join(engine.connection.hosts)
+        fail(
+            f"cannot read the incidents from {hosts}: {f'HTTP {status}: ' if status else ''}{said}"
+        )
+
+
+def _line(found: dict[str, Any], zone: Any) -> str:
+    status = (
+        "closed" if found.get("closed") else "provisional" if found.get("provisional") else "open"
+    )
+    roots = ", ".join(_place(p) for p in found.get("root_cause", ())) or "not named"
+    first = format_datetime(_first_us(found), zone)
+    waiting = f"({found.get('victims_count', 0)} waiting)"
+    return f"{found.get('id')}  {status:<11}  {first}  {found.get('kind')}  {roots}  {waiting}"
+
+
+def _place(place: dict[str, Any]) -> str:
+    device = "" if place.get("device") is None else f" dev {place['device']}"
+    rank = "" if place.get("rank") is None else f" (rank {place['rank']})"
+    return f"{place.get('host') or '?'}{device}{rank}"
+
+
+def _first_us(found: dict[str, Any]) -> int | None:
+    return iso_us(found.get("first"))
+
+
+def _zone(args: argparse.Namespace) -> Any:
+    try:
+        return resolve_timezone(args.timezone)
+    except ValueError as error:
+        fail(str(error))
+
+
+def _json(found: Any) -> None:
+    json.dump(found, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
