@@ -1,6 +1,6 @@
-"""Which metrics a PromQL expression asks for, and which the agent exports: so that an alert
-or a dashboard panel naming a metric the agent never writes fails a test, not a 3 a.m. page
-that never comes."""
+"""Which metrics a PromQL expression asks for, and which the agent and the cluster correlator
+export: so that an alert or a dashboard panel naming a metric npuwatch never writes fails a
+test, not a 3 a.m. page that never comes."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 
 from prometheus_client import CollectorRegistry
 
+from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
@@ -40,6 +41,11 @@ def metric_names(expr: str) -> set[str]:
 
 
 def exported_metric_names() -> set[str]:
+    """Every series name the agent's or the correlator's /metrics can expose."""
+    return agent_metric_names() | correlator_metric_names()
+
+
+def agent_metric_names() -> set[str]:
     """Every series name the agent's registry can expose (counters with their `_total`)."""
     registry = CollectorRegistry()
     # As on a host whose npu-smi has been polled: its gauges are exported from then on.
@@ -47,9 +53,21 @@ def exported_metric_names() -> set[str]:
     LogMetrics(registry)
     DeviceMetrics(registry)
     ProfilingMetrics(registry)
+    return _series_names(registry)
+
+
+def correlator_metric_names() -> set[str]:
+    """Every series name `npuwatch correlate` can expose (its histogram's buckets, sum and
+    count among them)."""
+    return _series_names(CorrelatorMetrics().registry)
+
+
+_SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
+
+
+def _series_names(registry: CollectorRegistry) -> set[str]:
     names = set()
     for family in registry.collect():
         names.add(family.name)
-        if family.type == "counter":
-            names.add(f"{family.name}_total")
+        names.update(family.name + suffix for suffix in _SUFFIXES.get(family.type, ()))
     return names

@@ -26,13 +26,20 @@ PACKS = REPO / "src" / "npuwatch" / "rules" / "packs"
 
 SEVERITIES = {"critical", "warning", "info"}
 AGENT_PORT = 9816
+CORRELATOR_PORT = 9817
+AGENT_JOB = "npuwatch"
+CORRELATOR_JOB = "npuwatch-correlate"
 TIMEOUT_ALERTS = {"AscendCollectiveWatchdogTimeout", "AscendHcclTimeout", "AscendTaskTimeout"}
+INCIDENT_ALERT = "AscendCollectiveIncident"
 
 EXPORTED_METRICS = exported_metric_names()
-"""What the agent's /metrics can expose (besides Prometheus's own `up`), read from its
-collectors: a metric renamed in the code fails here, not silently in production."""
+"""What the agent's and the correlator's /metrics can expose (besides Prometheus's own `up`),
+read from their collectors: a metric renamed in the code fails here, not silently in
+production."""
 
 METRIC_NAME = re.compile(r"(?<![\w:])((?:ascend|npuwatch)_[a-z0-9_]+)(?![\w:])")
+BY_LABELS = re.compile(r"\bby\s*\(([^)]*)\)")
+ALERTNAME_MATCHER = re.compile(r'^alertname\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"$')
 RECORDED_NAME = re.compile(r"(?<![\w:])(npuwatch:[a-z0-9_]+:[a-z0-9_]+)(?![\w:])")
 MATCHER = re.compile(r'\b(rule|category)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 
@@ -115,19 +122,47 @@ def test_the_unit_tests_of_the_alerts_pass() -> None:
     assert "SUCCESS" in output, output
 
 
+CHANGES = {
+    # A lag threshold ten times higher.
+    "NpuwatchReadLagging": (
+        "max by (cluster, job, instance) (npuwatch_read_lag_seconds) > 300",
+        "max by (cluster, job, instance) (npuwatch_read_lag_seconds) > 3000",
+    ),
+    # A timeout alert that drops `cluster`: the inhibition by the incident could not match it.
+    "AscendHcclTimeout": (
+        "sum by (cluster, job, instance, rule) (\n"
+        '            npuwatch:ascend_rule_events:increase5m{category="timeout", rule=~"hccl',
+        "sum by (job, instance, rule) (\n"
+        '            npuwatch:ascend_rule_events:increase5m{category="timeout", rule=~"hccl',
+    ),
+    # The incident's texts (summary and description) reading the settled series instead of the
+    # provisional one.
+    "AscendCollectiveIncident": ('provisional="true"}`', 'provisional="false"}`'),
+    # A failure of the root-cause engine counted for 5 minutes only: shorter than the `for`.
+    "NpuwatchCorrelatorFailing": (
+        '{stage="engine"} unless npuwatch_correlate_errors_total offset 15m',
+        '{stage="engine"} unless npuwatch_correlate_errors_total offset 5m',
+    ),
+    # No correlator at all no longer noticed.
+    "NpuwatchCorrelatorDown": (
+        'up{job="npuwatch-correlate"} == 0\n          or\n          absent(up{job="npuwatch-correlate"})',
+        'up{job="npuwatch-correlate"} == 0',
+    ),
+}
+"""Changes to alerts.yml that its unit tests must catch, each with the alert that then fails."""
+
+
 @pytest.mark.integration
-def test_the_unit_tests_would_catch_an_alert_that_changed(tmp_path: Path) -> None:
-    """A lag threshold ten times higher: the case that expects NpuwatchReadLagging fails."""
-    changed = ALERTS.read_text(encoding="utf-8").replace(
-        "max by (job, instance) (npuwatch_read_lag_seconds) > 300",
-        "max by (job, instance) (npuwatch_read_lag_seconds) > 3000",
-    )
-    assert changed != ALERTS.read_text(encoding="utf-8")
-    (tmp_path / ALERTS.name).write_text(changed, encoding="utf-8")
+@pytest.mark.parametrize("name", sorted(CHANGES))
+def test_the_unit_tests_would_catch_an_alert_that_changed(name: str, tmp_path: Path) -> None:
+    before, after = CHANGES[name]
+    original = ALERTS.read_text(encoding="utf-8")
+    assert before in original, f"{before!r} is not in {ALERTS.name}"
+    (tmp_path / ALERTS.name).write_text(original.replace(before, after), encoding="utf-8")
     shutil.copy(ALERTS_TEST, tmp_path / ALERTS_TEST.name)
     result = run([promtool(), "test", "rules", ALERTS_TEST.name], cwd=tmp_path)
     assert result.returncode != 0, result.stdout + result.stderr
-    assert "alertname: NpuwatchReadLagging" in result.stdout + result.stderr
+    assert f"alertname: {name}" in result.stdout + result.stderr
 
 
 @pytest.mark.integration
@@ -164,14 +199,31 @@ def test_alertmanager_routes_each_severity_to_its_webhook(severity: str) -> None
 # The example configurations
 
 
-def test_prometheus_scrapes_the_agents_and_loads_the_alerts() -> None:
+def scrape_job(name: str) -> dict[str, Any]:
+    (job,) = [job for job in load(PROMETHEUS_CONFIG)["scrape_configs"] if job["job_name"] == name]
+    return dict(job)
+
+
+def test_prometheus_scrapes_the_agents_and_the_correlator_and_loads_the_alerts() -> None:
     config = load(PROMETHEUS_CONFIG)
     assert config["rule_files"] == [ALERTS.name]
     assert config["alerting"]["alertmanagers"], "no Alertmanager to send the alerts to"
-    (job,) = [job for job in config["scrape_configs"] if job["job_name"] == "npuwatch"]
-    targets = [target for static in job["static_configs"] for target in static["targets"]]
-    assert targets
-    assert all(target.endswith(f":{AGENT_PORT}") for target in targets), targets
+    for name, port in ((AGENT_JOB, AGENT_PORT), (CORRELATOR_JOB, CORRELATOR_PORT)):
+        job = scrape_job(name)
+        targets = [target for static in job["static_configs"] for target in static["targets"]]
+        assert targets, name
+        assert all(target.endswith(f":{port}") for target in targets), targets
+        # The same relabelling: `instance` is the host, for the texts and the grouping.
+        assert job["relabel_configs"] == scrape_job(AGENT_JOB)["relabel_configs"]
+
+
+def test_every_target_has_a_cluster_label_shared_by_the_agents_and_their_correlator() -> None:
+    clusters = {}
+    for name in (AGENT_JOB, CORRELATOR_JOB):
+        groups = scrape_job(name)["static_configs"]
+        assert all(group.get("labels", {}).get("cluster") for group in groups), name
+        clusters[name] = {group["labels"]["cluster"] for group in groups}
+    assert clusters[AGENT_JOB] == clusters[CORRELATOR_JOB]
 
 
 def test_alertmanager_groups_by_alert_and_host_and_routes_by_severity() -> None:
@@ -182,6 +234,68 @@ def test_alertmanager_groups_by_alert_and_host_and_routes_by_severity() -> None:
     assert routed == {f'severity="{severity}"' for severity in SEVERITIES}
     receivers = {receiver["name"]: receiver for receiver in config["receivers"]}
     assert all(receiver["webhook_configs"] for receiver in receivers.values())
+
+
+def matched_alerts(matchers: list[str]) -> set[str]:
+    """The alerts of alerts.yml that every `alertname` matcher of an inhibit rule selects."""
+    selected = set(ALERT_NAMES)
+    for matcher in matchers:
+        found = ALERTNAME_MATCHER.match(matcher)
+        assert found is not None, f"not an alertname matcher: {matcher!r}"
+        operator, value = found.groups()
+        chosen = {
+            name
+            for name in ALERT_NAMES
+            if (operator in ("=", "!=") and name == value)
+            or (operator in ("=~", "!~") and re.fullmatch(value, name) is not None)
+        }
+        selected &= chosen if operator in ("=", "=~") else set(ALERT_NAMES) - chosen
+    return selected
+
+
+def inhibit_rules() -> list[dict[str, Any]]:
+    return list(load(ALERTMANAGER_CONFIG)["inhibit_rules"])
+
+
+def test_the_collective_incident_inhibits_the_per_rank_timeouts_of_its_cluster() -> None:
+    (rule,) = [
+        rule
+        for rule in inhibit_rules()
+        if matched_alerts(rule["source_matchers"]) == {INCIDENT_ALERT}
+    ]
+    assert matched_alerts(rule["target_matchers"]) == TIMEOUT_ALERTS
+    assert rule["equal"] == ["cluster"]
+
+
+def test_the_matchers_of_the_inhibitions_select_alerts_that_exist() -> None:
+    for rule in inhibit_rules():
+        assert matched_alerts(rule["source_matchers"]), rule
+        assert matched_alerts(rule["target_matchers"]), rule
+    # Guards for the helper: a regex is matched whole, and a negation takes away.
+    assert matched_alerts(['alertname=~"AscendHccl"']) == set()
+    assert matched_alerts(['alertname=~"Npuwatch.+"', 'alertname!="NpuwatchAgentDown"']) == {
+        name for name in ALERT_NAMES if name.startswith("Npuwatch") and name != "NpuwatchAgentDown"
+    }
+
+
+def test_the_alerts_of_an_inhibition_keep_the_labels_it_matches_on() -> None:
+    """An aggregation that drops a label of `equal` (say `sum by (job, instance)` without
+    `cluster`) makes an alert Alertmanager can no longer pair, silently."""
+    for rule in inhibit_rules():
+        alerts = matched_alerts(rule["source_matchers"]) | matched_alerts(rule["target_matchers"])
+        for name in sorted(alerts):
+            for kept in BY_LABELS.findall(alert(name)["expr"]):
+                labels = {label.strip() for label in kept.split(",")}
+                missing = set(rule["equal"]) - labels
+                assert not missing, f"{name} aggregates `by ({kept})` without {sorted(missing)}"
+
+
+def test_every_aggregation_by_host_keeps_the_cluster() -> None:
+    """Every alert that keeps the host keeps its cluster, for routing and inhibitions alike."""
+    for name in ALERT_NAMES:
+        for kept in BY_LABELS.findall(alert(name)["expr"]):
+            labels = {label.strip() for label in kept.split(",")}
+            assert "instance" not in labels or "cluster" in labels, (name, kept)
 
 
 # Every alert complete and covered

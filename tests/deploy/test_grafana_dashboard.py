@@ -1,6 +1,7 @@
 """The Grafana dashboard and its provisioning files: well formed, laid out without overlaps, and
-asking only for metrics the agent exports. That every panel shows data from a real Prometheus
-scraping the real agent is tested end to end in test_alert_end_to_end.py."""
+asking only for metrics the agent or the cluster correlator exports. That every panel shows data
+from a real Prometheus scraping the real agent is tested end to end in test_alert_end_to_end.py,
+and the correlator's panels in test_incident_alert.py."""
 
 from __future__ import annotations
 
@@ -15,11 +16,20 @@ import pytest
 import yaml
 
 from tests.deploy.prometheus_stack import REPOSITORY, binary
-from tests.deploy.promql_names import PROMETHEUS_OWN, exported_metric_names, metric_names
+from tests.deploy.promql_names import (
+    PROMETHEUS_OWN,
+    correlator_metric_names,
+    exported_metric_names,
+    metric_names,
+)
 
 GRAFANA = REPOSITORY / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "npuwatch-ascend.json"
 _GRID_WIDTH = 24
+CORRELATOR_ROW = "Collective incidents (npuwatch correlate)"
+"""The row of the cluster correlator's panels: one correlator (or two) per cluster, on hosts of
+its own, so the Host variable (the agents) does not filter them; they select its job."""
+CORRELATOR_SELECTOR = 'job="npuwatch-correlate"'
 
 
 def dashboard() -> dict[str, Any]:
@@ -29,6 +39,18 @@ def dashboard() -> dict[str, Any]:
 
 def panels() -> list[dict[str, Any]]:
     return list(dashboard()["panels"])
+
+
+def correlator_panels() -> list[str]:
+    """The titles of the panels in the correlator's row (those below it, up to the next row)."""
+    titles: list[str] = []
+    row = None
+    for panel in sorted(panels(), key=lambda panel: (panel["gridPos"]["y"], panel["gridPos"]["x"])):
+        if panel["type"] == "row":
+            row = panel["title"]
+        elif row == CORRELATOR_ROW:
+            titles.append(panel["title"])
+    return titles
 
 
 def panel_queries() -> Iterator[tuple[str, str]]:
@@ -102,9 +124,17 @@ def test_every_query_asks_for_metrics_the_agent_exports() -> None:
     asked = {(where, name) for where, expr in queries() for name in metric_names(expr)}
     unknown = sorted((where, name) for where, name in asked if name not in exported)
     assert unknown == []
-    # Device, profiling, log and agent metrics each have panels.
+    # Device, profiling, log, agent and correlator metrics each have panels.
     names = {name for _, name in asked}
-    for prefix in ("ascend_npu_", "ascend_op_", "ascend_log_", "ascend_rule_", "npuwatch_"):
+    for prefix in (
+        "ascend_npu_",
+        "ascend_op_",
+        "ascend_log_",
+        "ascend_rule_",
+        "npuwatch_",
+        "ascend_collective_incident",
+        "npuwatch_correlate_",
+    ):
         assert any(name.startswith(prefix) for name in names), prefix
 
 
@@ -157,12 +187,37 @@ def test_the_exported_names_would_catch_a_misspelt_metric() -> None:
 
 
 def test_every_query_filters_by_the_host_variable() -> None:
-    """Choosing hosts at the top narrows every panel (vector(0) fallbacks aside)."""
+    """Choosing hosts at the top narrows every panel (vector(0) fallbacks aside), but for the
+    correlator's: see the test below."""
+    exempt = set(correlator_panels())
     for where, expr in queries():
-        if where == "variable instance":
+        if where == "variable instance" or where in exempt:
             continue
         for selector in re.findall(r"\{[^}]*\}", expr):
             assert 'instance=~"$instance"' in selector, (where, expr)
+
+
+def test_the_correlator_panels_select_its_job_and_its_metrics_only() -> None:
+    """The exception to the host filter, made explicit: the panels of the correlator's row ask
+    only for its metrics, each from its job, and never filter by the agents' hosts."""
+    titles = correlator_panels()
+    assert titles == [
+        "Open collective incidents",
+        "Root causes of open incidents",
+        "Time to first verdict",
+        "Correlator read lag",
+    ]
+    correlator_only = correlator_metric_names() - {"npuwatch_build_info"}
+    for title, expr in panel_queries():
+        names = metric_names(expr)
+        if title in titles:
+            assert names and names <= correlator_only, (title, sorted(names))
+            selectors = re.findall(r"\{[^}]*\}", expr)
+            assert len(selectors) == len(names), (title, expr)  # every metric, a selector
+            assert all(CORRELATOR_SELECTOR in selector for selector in selectors), (title, expr)
+            assert "$instance" not in expr, (title, expr)
+        else:
+            assert not names & correlator_only, f"{title} shows the correlator outside its row"
 
 
 @pytest.mark.parametrize(

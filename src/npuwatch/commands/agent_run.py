@@ -25,6 +25,7 @@ from npuwatch.agent.topology import Topology, build
 from npuwatch.config import Config, config_path_from, load_config
 from npuwatch.problems import Problems
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
+from npuwatch.sinks.search.engine import quiet_client_logs
 
 log = logging.getLogger("npuwatch.agent")
 
@@ -43,9 +44,6 @@ def _configure(args: argparse.Namespace) -> Config:
     return config.model_copy(update=changes) if changes else config
 
 
-_SEARCH_CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "opensearch")
-
-
 def run_agent(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="npuwatch: %(levelname)s %(message)s", stream=sys.stderr
@@ -55,11 +53,8 @@ def run_agent(args: argparse.Namespace) -> int:
     # them, so neither is an operator's business.
     logging.getLogger("watchdog").setLevel(logging.CRITICAL)
     warnings.filterwarnings("ignore", "Callback with id .* already exists", RuntimeWarning)
-    # The search clients log every request at INFO (`POST …/_bulk [status:200 …]`): a line a
-    # second in the journal of every host while shipping. The sink logs what goes wrong itself.
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        for client in _SEARCH_CLIENT_LOGGERS:
-            logging.getLogger(client).setLevel(logging.WARNING)
+        quiet_client_logs()
     topology = _build(args)
     try:
         agent = Agent(topology)

@@ -33,7 +33,7 @@ from npuwatch.problems import Problems
 from npuwatch.service.notify import SystemdNotifier
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.web_config import load_web_config
-from npuwatch.sinks.search.engine import SearchEngine
+from npuwatch.sinks.search.engine import SearchEngine, quiet_client_logs
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.settings import SECTION, SecretUnreadable, connection_from
 from npuwatch.terminal import Palette, wants_colour
@@ -45,8 +45,8 @@ def run_correlate(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level, format="npuwatch: %(levelname)s %(message)s", stream=sys.stderr
     )
-    for client in ("elastic_transport", "elasticsearch", "opensearch"):
-        logging.getLogger(client).setLevel(logging.WARNING)
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        quiet_client_logs()
     if args.journal:
         return _print(_from_journals(args.journal), args)
     config = load_config(args.config or config_path_from(os.environ), os.environ)

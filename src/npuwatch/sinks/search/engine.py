@@ -10,6 +10,7 @@ libraries are imported by those modules only, when a sink or `npuwatch es` needs
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,18 @@ class SearchEngine:
         body = {"query": query} if query is not None else None
         found = self.client.count(index=index, body=body, ignore_unavailable=True)
         return int(found["count"])
+
+
+CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "opensearch", "urllib3")
+
+
+def quiet_client_logs() -> None:
+    """Leave the clients' own log lines to errors: they log every request at INFO (`POST
+    …/_bulk [status:200 …]`, a line a second in the journal of every host) and every failed one
+    at WARNING with a traceback, many a second while an engine is down. The sink and the
+    correlator say once, in a line, what went wrong and what they do about it."""
+    for name in CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def status_of(error: BaseException) -> int | None:
