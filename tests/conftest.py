@@ -12,7 +12,8 @@ import pytest
 
 from npuwatch.parsers import LocalClock, parse_bytes
 from npuwatch.records import Record
-from tests.real_servers import unmarked_real_server_tests
+from tests.opensearch_node.launcher import RunningNode, start_node
+from tests.real_servers import real_server, unmarked_real_server_tests
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -49,6 +50,16 @@ def real_logs() -> list[Path]:
     if not files:
         pytest.skip("../shared/real-logs is not present on this machine")
     return files
+
+
+@pytest.fixture(scope="session")
+@real_server("a single-node OpenSearch (Java, tests/opensearch_node)")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
+    running = start_node(tmp_path_factory.mktemp("opensearch"))
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -85,7 +85,7 @@ def saved_console_cursor(state: Path) -> list[int] | None:
 def journal_end(journal: Path) -> list[int]:
     """The position of the journal's last block (there are no rule events in these tests)."""
     with JournalReader(journal) as reader:
-        blocks, _ = reader.end()
+        blocks, _, _ = reader.end()
     return [blocks.segment, blocks.row]
 
 

@@ -211,3 +211,43 @@ def test_the_readme_s_drop_in_points_the_unit_at_npuwatch_installed_elsewhere(
         drop_in.unlink()
         _, complaints = verify_file(unit)
         assert any(INSTALLED_COMMAND in line and "not executable" in line for line in complaints)
+
+
+# The cluster correlator's unit
+
+CORRELATOR_UNIT = REPO / "deploy" / "systemd" / "npuwatch-correlate.service"
+
+
+@pytest.fixture(scope="module")
+def correlator_unit() -> Unit:
+    return parse_unit(CORRELATOR_UNIT.read_text(encoding="utf-8"))
+
+
+def test_the_correlator_checks_its_configuration_then_correlates(correlator_unit: Unit) -> None:
+    assert only(correlator_unit, "Service", "Type") == "notify"
+    assert seconds(only(correlator_unit, "Service", "WatchdogSec")) > 0
+    assert only(correlator_unit, "Service", "ExecStartPre") == (
+        f"{INSTALLED_COMMAND} correlate --check"
+    )
+    assert only(correlator_unit, "Service", "ExecStart") == f"{INSTALLED_COMMAND} correlate"
+    assert only(correlator_unit, "Service", "Restart") == "on-failure"
+    assert only(correlator_unit, "Install", "WantedBy") == "multi-user.target"
+
+
+def test_the_correlator_keeps_nothing_on_the_host(correlator_unit: Unit) -> None:
+    """It reads and writes only the search engine: no state directory, no home, no device."""
+    assert "StateDirectory" not in correlator_unit["Service"]
+    assert only(correlator_unit, "Service", "ProtectHome") == "yes"
+    assert only(correlator_unit, "Service", "PrivateDevices") == "yes"
+
+
+@pytest.mark.integration
+def test_systemd_analyze_verify_accepts_the_correlator_unit_without_a_word(
+    tmp_path: Path,
+) -> None:
+    copy = tmp_path / CORRELATOR_UNIT.name
+    text = CORRELATOR_UNIT.read_text(encoding="utf-8")
+    copy.write_text(text.replace(INSTALLED_COMMAND, str(installed_npuwatch())))
+    returncode, complaints = verify_file(copy)
+    assert complaints == []
+    assert returncode == 0

@@ -102,6 +102,8 @@ class CorrelatorService:
         self._dirty = False
         self._book_loaded = False
         self._next_compaction = wall() + settings.compact_interval_s
+        self._read_at = wall()
+        """When a round last read every index to its end."""
 
     # -- a round ------------------------------------------------------------------------------
 
@@ -123,15 +125,23 @@ class CorrelatorService:
         self._show()
         return done
 
+    def attempt(self) -> Round | None:
+        """A round that may fail (the engine down): said, counted, and tried again next time;
+        the read lag says how long it has been failing."""
+        try:
+            return self.round()
+        except Exception as error:
+            self._metrics.errors.labels("read").inc()
+            log.warning("correlation round failed (%s); trying again", _said(error))
+            return None
+        finally:
+            self._metrics.read_lag.set(max(self._wall() - self._read_at, 0.0))
+
     def run(self, stop: threading.Event, ready: Callable[[], object] = lambda: None) -> None:
         """Rounds every poll interval until `stop` is set."""
         first = True
         while not stop.is_set():
-            try:
-                self.round()
-            except Exception as error:  # the engine down: try again next round
-                self._metrics.errors.labels("read").inc()
-                log.warning("correlation round failed (%s); trying again", _said(error))
+            self.attempt()
             if first:
                 ready()
                 first = False
@@ -169,7 +179,7 @@ class CorrelatorService:
                     self._correlator.add_all(items)
                     done.items += len(items)
                     self._dirty = True
-        self._metrics.read_lag.set(0)
+        self._read_at = self._wall()
         self._metrics.processes.set(len(self.input.processes))
 
     # -- writing ------------------------------------------------------------------------------

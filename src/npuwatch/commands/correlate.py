@@ -26,8 +26,8 @@ listen (:9817) serves the open incidents for the AscendCollectiveIncident alert.
 With --journal, the same incidents from the journals of several hosts' agents (their state
 directories, copied to one machine), for sites without a search engine.
 
-exit status: 0 stopped cleanly, or no incident (--once, --journal); 1 incidents found (--once,
---journal); 2 bad usage or configuration.
+exit status: 0 stopped cleanly, no incident (--once, --journal) or a sound configuration
+(--check); 1 incidents found (--once, --journal); 2 bad usage or configuration.
 """
 
 
@@ -56,6 +56,12 @@ def add_correlate_command(commands: Any) -> None:
     )
     correlate.add_argument(
         "--once", action="store_true", help="one round against the search engine, then exit"
+    )
+    correlate.add_argument(
+        "--check",
+        action="store_true",
+        help="check the configuration as the service reads it (secrets, web configuration, "
+        "listen address), print what it would use, and exit (the unit's ExecStartPre)",
     )
     correlate.add_argument(
         "--json", action="store_true", help='with --once or --journal: {"incidents": [...]}'

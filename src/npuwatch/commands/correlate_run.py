@@ -32,7 +32,7 @@ from npuwatch.parsers import resolve_timezone
 from npuwatch.problems import Problems
 from npuwatch.service.notify import SystemdNotifier
 from npuwatch.sinks.prometheus.exporter import MetricsServer
-from npuwatch.sinks.prometheus.web_config import load_web_config
+from npuwatch.sinks.prometheus.web_config import WebSecurity, load_web_config
 from npuwatch.sinks.search.engine import SearchEngine, quiet_client_logs
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.settings import SECTION, SecretUnreadable, connection_from
@@ -51,13 +51,17 @@ def run_correlate(args: argparse.Namespace) -> int:
         return _print(_from_journals(args.journal), args)
     config = load_config(args.config or config_path_from(os.environ), os.environ)
     engine = engine_of(config)
+    web = config.correlate.web_config_file
+    security = load_web_config(web) if web is not None else None
+    if args.check:
+        return _checked(config, engine)
     metrics = CorrelatorMetrics()
     service = CorrelatorService(engine, settings_of(config), metrics)
     if args.once:
         service.round()
         stored = [tracked.incident for tracked in service.book.tracked.values()]
         return _print([incident_from_document(found) for found in stored], args, stored)
-    return _serve(service, metrics, config)
+    return _serve(service, metrics, config, security)
 
 
 def settings_of(config: Config) -> CorrelateSettings:
@@ -79,12 +83,29 @@ def engine_of(config: Config) -> SearchEngine:
         raise Problems([f"{SECTION} {error}"]) from None
 
 
-def _serve(service: CorrelatorService, metrics: CorrelatorMetrics, config: Config) -> int:
-    correlate = config.correlate
-    web = correlate.web_config_file
-    server = MetricsServer(
-        metrics.registry, correlate.listen, load_web_config(web) if web is not None else None
+def _checked(config: Config, engine: SearchEngine) -> int:
+    """What the service would use; every problem was raised before (Problems, exit 2)."""
+    settings = settings_of(config)
+    engine.close()
+    hosts = ", ".join(config.sinks.elasticsearch.hosts)
+    sys.stdout.write(
+        f"search engine: {config.sinks.elasticsearch.flavour} at {hosts}\n"
+        f"reads: logs-ascend.topology-{settings.namespace}, "
+        f"logs-ascend.events-{settings.namespace}\n"
+        f"writes: logs-ascend.incidents-{settings.namespace}\n"
+        f"metrics: /metrics on {config.correlate.listen}\n"
     )
+    return EXIT_OK
+
+
+def _serve(
+    service: CorrelatorService,
+    metrics: CorrelatorMetrics,
+    config: Config,
+    security: WebSecurity | None,
+) -> int:
+    correlate = config.correlate
+    server = MetricsServer(metrics.registry, correlate.listen, security)
     stop = threading.Event()
 
     def on_stop(signum: int, frame: FrameType | None) -> None:

@@ -20,23 +20,22 @@ from npuwatch.sinks.search.dead_letters import DeadLetters
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.search_sink import SearchSink, ShipSettings
-from npuwatch.sinks.search.streams import template_name
-from npuwatch.sinks.search.templates import index_template
+from npuwatch.sinks.search.streams import (
+    INGESTED_PIPELINE,
+    events_template_name,
+    state_template_name,
+    template_name,
+)
+from npuwatch.sinks.search.templates import (
+    events_template,
+    index_template,
+    ingested_pipeline,
+    state_template,
+)
 from tests.agent.harness import Harness
-from tests.opensearch_node.launcher import RunningNode, start_node
-from tests.real_servers import real_server
+from tests.opensearch_node.launcher import RunningNode
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "trees"
-
-
-@pytest.fixture(scope="session")
-@real_server("a single-node OpenSearch (Java, tests/opensearch_node)")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNode]:
-    running = start_node(tmp_path_factory.mktemp("opensearch"))
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture
@@ -56,6 +55,8 @@ class Journaled:
     directory: Path
     records: int
     events: int
+    states: int = 0
+    """Documents replaced by id (process topology, heartbeats): the latest version of each."""
 
 
 def journal_counts(directory: Path) -> tuple[int, int]:
@@ -87,7 +88,13 @@ def hccl_journal(tmp_path_factory: pytest.TempPathFactory) -> Journaled:
         stable = stable + 1 if counts == last and counts[0] > 0 else 0
         last = counts
     harness.stop()
-    return Journaled(directory, *journal_counts(directory))
+    return Journaled(directory, *journal_counts(directory), journal_states(directory))
+
+
+def journal_states(directory: Path) -> int:
+    """The states the journal holds, each id once (what shipping it from the start sends)."""
+    with JournalReader(directory) as reader:
+        return len(reader.latest_states())
 
 
 def journal_levels(directory: Path) -> Counter[str | None]:
@@ -103,10 +110,16 @@ def journal_levels(directory: Path) -> Counter[str | None]:
 
 
 def install_template(engine: SearchEngine, namespace: str = "default") -> None:
-    """The OpenSearch template of `namespace`, without replicas (one node)."""
+    """What `npuwatch es setup` installs for `namespace`, without replicas (one node): the
+    ingest pipeline and the templates of the data streams, the events and the topology."""
+    engine.put_pipeline(INGESTED_PIPELINE, ingested_pipeline())
     engine.put_index_template(
         template_name(namespace), index_template(namespace, "opensearch", replicas=0)
     )
+    engine.put_index_template(
+        events_template_name(namespace), events_template(namespace, "opensearch", replicas=0)
+    )
+    engine.put_index_template(state_template_name(namespace), state_template(namespace, replicas=0))
 
 
 def make_shipper(

@@ -1,5 +1,6 @@
 """The Kibana saved objects of deploy/kibana: well formed, naming only fields the index template
-maps, and their Lucene queries finding exactly what they should on the real OpenSearch node.
+maps (for the incidents, the fields an incident document written with the real template maps),
+and their Lucene queries finding exactly what they should on the real OpenSearch node.
 
 Kibana itself is not run here: what is tested is the file, the fields and the very query strings
 the saved searches hold, run as `query_string` queries on their data views' index patterns.
@@ -10,24 +11,40 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from npuwatch.cluster.incident_document import incident_id
+from npuwatch.cluster.metrics import CorrelatorMetrics
+from npuwatch.cluster.service import CorrelateSettings, CorrelatorService
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.parsers.npu_smi import parse_npu_smi
 from npuwatch.parsers.telemetry import DEVICE_KIND
 from npuwatch.sinks.search.engine import SearchEngine
-from npuwatch.sinks.search.streams import all_streams
-from npuwatch.sinks.search.templates import index_template
+from npuwatch.sinks.search.streams import (
+    INGESTED_PIPELINE,
+    STATE_INDICES,
+    all_streams,
+    events_template_name,
+    state_index,
+    state_template_name,
+    template_name,
+)
+from npuwatch.sinks.search.templates import (
+    events_template,
+    index_template,
+    ingested_pipeline,
+    state_template,
+)
 from npuwatch.vocabulary import ERROR_LEVELS
 from tests.agent.telemetry_agent import SAMPLE, journal_telemetry
 from tests.npu_smi_samples import load_doc_samples
 from tests.sinks.search.conftest import (
     Journaled,
-    install_template,
     journal_levels,
     make_shipper,
     ship_all,
@@ -41,11 +58,20 @@ INDEX_REF = "kibanaSavedObjectMeta.searchSourceJSON.index"
 ALL_VIEW = "npuwatch-logs-ascend"
 EVENTS_VIEW = "npuwatch-logs-ascend-events"
 DEVICE_VIEW = "npuwatch-logs-ascend-device"
+INCIDENTS_VIEW = "npuwatch-logs-ascend-incidents"
 ERRORS = "npuwatch-ascend-errors"
 RULE_EVENTS = "npuwatch-ascend-rule-events"
 HCCL_AND_TIMEOUTS = "npuwatch-hccl-and-timeouts"
 HEALTH = "npuwatch-npu-health-not-ok"
+OPEN_INCIDENTS = "npuwatch-open-incidents"
 DASHBOARD = "npuwatch-ascend-overview"
+INCIDENTS_DASHBOARD = "npuwatch-ascend-incidents"
+DASHBOARDS = {
+    DASHBOARD: {RULE_EVENTS, HCCL_AND_TIMEOUTS, ERRORS, HEALTH},
+    INCIDENTS_DASHBOARD: {OPEN_INCIDENTS},
+}
+"""The saved searches each dashboard shows."""
+INCIDENT_NAMESPACE = "kibanaincidents"
 
 # `field:` in a Lucene query string (not inside quotes; Kibana's and OpenSearch's syntax alike).
 _QUERY_FIELD = re.compile(r"(?<![\w.@])([@\w][\w.@]*):")
@@ -141,7 +167,7 @@ def test_the_file_is_one_saved_object_per_line_with_unique_ids_and_resolvable_re
     ids = [obj["id"] for obj in objects]
     assert len(ids) == len(set(ids))
     types = Counter(obj["type"] for obj in objects)
-    assert types == {"index-pattern": 3, "search": 4, "dashboard": 1}
+    assert types == {"index-pattern": 4, "search": 5, "dashboard": 2}
     known = {(obj["type"], obj["id"]) for obj in objects}
     for obj in objects:
         assert set(obj) >= {"id", "type", "attributes", "references"}, obj["id"]
@@ -163,6 +189,7 @@ def test_each_saved_search_reads_its_data_view_through_a_reference() -> None:
         RULE_EVENTS: EVENTS_VIEW,
         HCCL_AND_TIMEOUTS: EVENTS_VIEW,
         HEALTH: DEVICE_VIEW,
+        OPEN_INCIDENTS: INCIDENTS_VIEW,
     }
     searches = {id_: obj for id_, obj in objects.items() if obj["type"] == "search"}
     assert set(searches) == set(expected)
@@ -180,12 +207,14 @@ def test_each_saved_search_reads_its_data_view_through_a_reference() -> None:
         RULE_EVENTS: "Ascend rule events",
         HCCL_AND_TIMEOUTS: "HCCL and timeouts",
         HEALTH: "NPU health not OK",
+        OPEN_INCIDENTS: "Open collective incidents",
     }
 
 
-def test_the_dashboard_panels_are_the_saved_searches_by_reference() -> None:
+@pytest.mark.parametrize("dashboard_id", sorted(DASHBOARDS))
+def test_the_dashboard_panels_are_the_saved_searches_by_reference(dashboard_id: str) -> None:
     objects = by_id()
-    dashboard = objects[DASHBOARD]
+    dashboard = objects[dashboard_id]
     panels = json.loads(dashboard["attributes"]["panelsJSON"])
     references = {ref["name"]: ref for ref in dashboard["references"]}
     assert len(references) == len(panels)
@@ -196,10 +225,17 @@ def test_the_dashboard_panels_are_the_saved_searches_by_reference() -> None:
         reference = references[f"{panel['panelIndex']}:{panel['panelRefName']}"]
         assert reference["type"] == panel["type"] == "search"
         shown.add(reference["id"])
-    assert shown == {id_ for id_, obj in objects.items() if obj["type"] == "search"}
+    assert shown == DASHBOARDS[dashboard_id]
     grid = [(p["gridData"]["x"], p["gridData"]["y"]) for p in panels]
     assert len(grid) == len(set(grid))  # no two panels on top of each other
     assert search_source(dashboard)["query"]["language"] == "lucene"
+
+
+def test_every_saved_search_is_on_a_dashboard() -> None:
+    objects = by_id()
+    assert set(DASHBOARDS) == {id_ for id_, obj in objects.items() if obj["type"] == "dashboard"}
+    searches = {id_ for id_, obj in objects.items() if obj["type"] == "search"}
+    assert set().union(*DASHBOARDS.values()) == searches
 
 
 def test_the_data_views_cover_the_streams_of_any_namespace() -> None:
@@ -217,6 +253,15 @@ def test_the_data_views_cover_the_streams_of_any_namespace() -> None:
         assert objects[id_]["attributes"]["timeFieldName"] == "@timestamp"
 
 
+def test_the_incidents_data_view_covers_the_incidents_of_any_namespace_and_nothing_else() -> None:
+    view = by_id()[INCIDENTS_VIEW]["attributes"]
+    assert view["timeFieldName"] == "@timestamp"
+    for namespace in ("default", "prod", "site_2"):
+        assert fnmatchcase(state_index("incidents", namespace), view["title"])
+        others = [state_index("topology", namespace), *all_streams(namespace)]
+        assert not any(fnmatchcase(index, view["title"]) for index in others)
+
+
 # --- the fields ------------------------------------------------------------------------------
 
 
@@ -225,6 +270,8 @@ def test_every_field_the_objects_name_is_mapped_by_the_index_template() -> None:
     assert fields["@timestamp"]["type"] == "date"
     named: list[tuple[str, str]] = []
     for obj in saved_objects():
+        if obj["id"] in incident_objects():
+            continue  # the state template maps them as they come: tested on the node below
         attributes = obj["attributes"]
         if obj["type"] == "index-pattern":
             named.append((obj["id"], attributes["timeFieldName"]))
@@ -245,6 +292,29 @@ def test_every_field_the_objects_name_is_mapped_by_the_index_template() -> None:
     assert len(named) > 20
 
 
+def incident_objects() -> set[str]:
+    """The incidents data view and the saved searches that read it."""
+    objects = by_id()
+    return {INCIDENTS_VIEW} | {
+        id_
+        for id_, obj in objects.items()
+        if obj["type"] == "search" and view_of(obj, objects)["id"] == INCIDENTS_VIEW
+    }
+
+
+def named_fields(obj: dict[str, Any]) -> list[str]:
+    """The fields a data view or a saved search names: time field, formats, columns, sort and
+    query."""
+    attributes = obj["attributes"]
+    if obj["type"] == "index-pattern":
+        return [attributes["timeFieldName"], *json.loads(attributes["fieldFormatMap"])]
+    return [
+        *attributes["columns"],
+        *(field for field, _ in attributes["sort"]),
+        *sorted(query_fields(query_of(obj))),
+    ]
+
+
 def test_the_field_walk_and_query_parsing_see_what_they_should() -> None:
     # Guards for the test above: a made-up field is not mapped, a query's fields are found.
     fields = template_fields()
@@ -259,6 +329,21 @@ def test_the_errors_query_names_every_error_level() -> None:
 
 
 # --- the queries on the real node ------------------------------------------------------------
+
+
+@pytest.fixture
+def setup_default(engine: SearchEngine) -> Iterator[None]:
+    """Everything `es setup` installs for the namespace `default`: the agent's journal holds
+    its process documents and heartbeats too, which go to the plain topology index (a
+    data-stream template alone refuses them). The plain indices go afterwards, as the `engine`
+    fixture's data streams do."""
+    install_everything(engine, "default")
+    yield
+    engine.client.indices.delete(index=plain_indices("default"), ignore=[404])
+
+
+def plain_indices(namespace: str) -> str:
+    return ",".join(state_index(name, namespace) for name in STATE_INDICES)
 
 
 def journal_events(directory: Path) -> list[dict[str, Any]]:
@@ -277,9 +362,8 @@ def is_hccl_or_timeout(event: dict[str, Any]) -> bool:
 
 
 def test_the_saved_searches_find_exactly_their_documents_of_the_hccl_journal(
-    engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path
+    engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path, setup_default: None
 ) -> None:
-    install_template(engine)
     shipper, _, dead = make_shipper(engine, hccl_journal.directory, tmp_path)
     ship_all(shipper)
     engine.client.indices.refresh(index="logs-ascend.*")
@@ -291,12 +375,14 @@ def test_the_saved_searches_find_exactly_their_documents_of_the_hccl_journal(
     assert 0 < errors < hccl_journal.records
     assert run_search(engine, ERRORS) == errors
 
-    assert run_search(engine, RULE_EVENTS) == hccl_journal.events > 0
-
     events = journal_events(hccl_journal.directory)
     assert len(events) == hccl_journal.events
-    wanted = sum(map(is_hccl_or_timeout, events))
-    assert 0 < wanted < hccl_journal.events  # the fixture has both kinds
+    # Beside the rule events (alerts), the collective failures the correlator reads.
+    rule_events = [event for event in events if event["event"]["kind"] == "alert"]
+    assert 0 < len(rule_events) < len(events)
+    assert run_search(engine, RULE_EVENTS) == len(rule_events)
+    wanted = sum(map(is_hccl_or_timeout, rule_events))
+    assert 0 < wanted < len(rule_events)  # the fixture has both kinds
     assert run_search(engine, HCCL_AND_TIMEOUTS) == wanted
 
     # A log tree has no npu-smi readings: device logs are there, unhealthy chips are not.
@@ -305,10 +391,9 @@ def test_the_saved_searches_find_exactly_their_documents_of_the_hccl_journal(
 
 
 def test_npu_health_not_ok_finds_every_reading_of_the_warned_chip(
-    engine: SearchEngine, tmp_path: Path
+    engine: SearchEngine, tmp_path: Path, setup_default: None
 ) -> None:
     journaled = journal_telemetry(tmp_path / "agent")
-    install_template(engine)
     shipper, _, dead = make_shipper(engine, journaled.directory, tmp_path / "ship")
     ship_all(shipper)
     engine.client.indices.refresh(index="logs-ascend.*")
@@ -321,3 +406,90 @@ def test_npu_health_not_ok_finds_every_reading_of_the_warned_chip(
     assert polls * len(chips) == readings > 0
     assert run_search(engine, HEALTH) == polls * warned
     assert run_search(engine, ERRORS) == 0  # readings are INFO or WARNING, never errors
+
+
+# --- the incidents, as the correlator writes them --------------------------------------------
+
+
+def install_everything(engine: SearchEngine, namespace: str) -> None:
+    """What `npuwatch es setup --replicas 0` installs, lifecycle aside."""
+    engine.put_pipeline(INGESTED_PIPELINE, ingested_pipeline())
+    engine.put_index_template(
+        template_name(namespace), index_template(namespace, "opensearch", replicas=0)
+    )
+    engine.put_index_template(
+        events_template_name(namespace), events_template(namespace, "opensearch", replicas=0)
+    )
+    engine.put_index_template(state_template_name(namespace), state_template(namespace, 0))
+
+
+def mapping_of(engine: SearchEngine, index: str) -> dict[str, dict[str, Any]]:
+    """Every leaf the engine has mapped in `index`, and the objects it keeps unindexed."""
+    (found,) = engine.client.indices.get_mapping(index=index).values()
+    return mapped_fields(found["mappings"]["properties"])
+
+
+def open_incident_ids(engine: SearchEngine, search_id: str, index: str) -> set[str]:
+    """The ids the saved search finds among the documents of `index` (its data view spans
+    every namespace), by its query string as Discover sends it."""
+    query = {"query_string": {"query": query_of(by_id()[search_id]), "analyze_wildcard": True}}
+    scoped = {"bool": {"filter": [{"term": {"_index": index}}], "must": [query]}}
+    hits = engine.search(pattern_of(search_id), {"query": scoped, "size": 100})
+    return {str(hit["_id"]) for hit in hits}
+
+
+def test_open_incidents_finds_exactly_the_open_incidents_the_correlator_wrote(
+    engine: SearchEngine, hccl_journal: Journaled, tmp_path: Path
+) -> None:
+    """The HCCL journal shipped with every template of `es setup`, one round of the real
+    correlator writing its incidents, and beside them the same incident closed and another
+    still provisional: the saved search finds the open ones, provisional or not, and no
+    closed one."""
+    namespace = INCIDENT_NAMESPACE
+    incidents = state_index("incidents", namespace)
+    install_everything(engine, namespace)
+    try:
+        shipper, _, dead = make_shipper(engine, hccl_journal.directory, tmp_path, namespace)
+        ship_all(shipper)
+        assert dead.lines() == []
+        engine.client.indices.refresh(index="logs-ascend.*")
+        service = CorrelatorService(
+            engine, CorrelateSettings(namespace=namespace), CorrelatorMetrics()
+        )
+        service.round()
+        written = {id_: tracked.incident for id_, tracked in service.book.tracked.items()}
+        assert written, "the correlator wrote no incident for the HCCL journal"
+        assert not any(incident["closed"] for incident in written.values())
+
+        first_id, first = next(iter(written.items()))
+        stored = engine.get(incidents, first_id)
+        assert stored is not None
+        closed = json.loads(json.dumps(stored["_source"]))
+        closed["ascend"]["incident"].update({"closed": True, "close_reason": "quiet"})
+        closed_id = incident_id("closed-copy", 1)
+        engine.put_document(incidents, closed_id, closed, None)
+        provisional = json.loads(json.dumps(stored["_source"]))
+        provisional["ascend"]["incident"]["provisional"] = True
+        provisional_id = incident_id("provisional-copy", 1)
+        engine.put_document(incidents, provisional_id, provisional, None)
+        engine.refresh(incidents)
+
+        assert engine.count(incidents) == len(written) + 2
+        expected = {*written, provisional_id}
+        assert open_incident_ids(engine, OPEN_INCIDENTS, incidents) == expected
+        assert first["victims_count"] > 0 and first["root_cause"]
+
+        # Every field the incident objects name is mapped, and what the query asks searchable.
+        fields = mapping_of(engine, incidents)
+        for obj_id in sorted(incident_objects()):
+            obj = by_id()[obj_id]
+            missing = [name for name in named_fields(obj) if name not in fields]
+            assert missing == [], (obj_id, missing, sorted(fields))
+            if obj["type"] == "search":
+                for name in query_fields(query_of(obj)):
+                    assert fields[name].get("index", True), (obj_id, name)
+                    assert fields[name].get("type") != "text", (obj_id, name)
+        assert fields["ascend.incident.closed"]["type"] == "boolean"
+        assert fields["ascend.incident.victims"] == {"type": "object", "enabled": False}
+    finally:
+        engine.client.indices.delete(index=plain_indices(namespace), ignore=[404])

@@ -13,8 +13,20 @@ from npuwatch.sinks.search.documents import Action, levels_below
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.search_sink import SearchSink
-from npuwatch.sinks.search.streams import all_streams, policy_name, template_name
-from npuwatch.sinks.search.templates import index_template
+from npuwatch.sinks.search.streams import (
+    INGESTED_PIPELINE,
+    all_streams,
+    events_template_name,
+    policy_name,
+    state_template_name,
+    template_name,
+)
+from npuwatch.sinks.search.templates import (
+    events_template,
+    index_template,
+    ingested_pipeline,
+    state_template,
+)
 from tests.opensearch_node.launcher import RunningNode, start_node
 from tests.sinks.search.conftest import (
     Journaled,
@@ -60,9 +72,10 @@ def test_shipping_a_journal_gives_exactly_its_records_and_events(
     assert device > 0 and plog > 0
     assert events == hccl_journal.events > 0
     total = hccl_journal.records + hccl_journal.events
-    assert (
-        metrics.value("npuwatch_shipped_total", {"sink": "elasticsearch", "result": "ok"}) == total
-    )
+    ok = {"sink": "elasticsearch", "result": "ok"}
+    assert metrics.value("npuwatch_shipped_total", ok) == total + hccl_journal.states
+    # Each process's topology, and the agent's heartbeat, once: in their plain index.
+    assert shipped(engine, "logs-ascend.topology-default") == hccl_journal.states > 0
     assert dead.lines() == []
     # The records are searchable by their fields: the HCCL fixture's EI0002 timeouts.
     coded = engine.count(STREAMS, {"term": {"error.code": "EI0002"}})
@@ -186,6 +199,13 @@ def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official
             "esflavour"
         )
         engine.put_index_template(template_name("esflavour"), template)
+        events = events_template("esflavour", "elasticsearch", replicas=0)
+        events["template"]["settings"].pop("index.lifecycle.name")
+        engine.put_pipeline(INGESTED_PIPELINE, ingested_pipeline())
+        engine.put_index_template(events_template_name("esflavour"), events)
+        engine.put_index_template(
+            state_template_name("esflavour"), state_template("esflavour", replicas=0)
+        )
         first, _, dead = make_shipper(
             engine, hccl_journal.directory, tmp_path / "first", namespace="esflavour"
         )
@@ -197,8 +217,10 @@ def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official
         )
         ship_all(again)
         assert engine.count(streams) == hccl_journal.records + hccl_journal.events
+        assert engine.count("logs-ascend.topology-esflavour") == hccl_journal.states
         assert dead.lines() == []
     finally:
         engine.client.indices.delete_data_stream(name="logs-ascend.*-esflavour")
+        engine.client.indices.delete(index="logs-ascend.topology-esflavour", ignore=[404])
         engine.close()
         face.close()
