@@ -141,6 +141,13 @@ class Job:
 
 def plog(job: Job, host: int, npu: int) -> tuple[str, str]:
     """The plog file name and text of one process."""
+    name, before, failure = plog_parts(job, host, npu)
+    return name, "\n".join(before + failure) + "\n"
+
+
+def plog_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str]]:
+    """The plog file name of one process, its lines before the failure (identity lines and
+    healthy steps) and from it on (the AI Core error, or the timeout waiting for it)."""
     pid = pid_of(host, npu)
     rank = host * NPUS + npu
     size = job.processes
@@ -245,12 +252,15 @@ def plog(job: Job, host: int, npu: int) -> tuple[str, str]:
             f"streamId[6], comm[0x331c9e00], {tail}"
         )
 
+    failure: list[str] = []
     if (host, npu) == job.root:
-        _aicore_error(add, pid, npu, FAILURE_US)
+        _aicore_error(failure.append, pid, npu, FAILURE_US)
     else:
-        _notify_timeout(add, job, pid, rank, npu, FAILURE_US + EXEC_TIMEOUT_S * 1_000_000)
+        _notify_timeout(
+            failure.append, job, pid, rank, npu, FAILURE_US + EXEC_TIMEOUT_S * 1_000_000
+        )
     name = f"plog-{pid}_20251103090000{npu:03d}.log"
-    return name, "\n".join(lines) + "\n"
+    return name, lines, failure
 
 
 def _aicore_error(add: Callable[[str], None], pid: int, npu: int, at: int) -> None:

@@ -639,7 +639,8 @@ def test_the_correlator_health_alerts_stay_quiet(
 
 
 READ_LAG_PANEL = "Correlator read lag"
-"""The correlator keeps up with a few documents: its lag is 0."""
+"""The correlator keeps up with a few documents: its lag (the time since a round last read
+every index to its end, set after each round) is well under its poll interval of 1 s."""
 LATENCY_PANEL = "Time to first verdict"
 """A quantile of the histogram's increase over an hour: Prometheus may have first scraped the
 correlator after its first verdict (no increase then, NaN), so it is asked to exist only."""
@@ -674,6 +675,7 @@ def test_the_correlator_panels_of_the_grafana_dashboard_show_the_incident(
         "provisional": "false",
     }
     assert float(root["value"][1]) == 7
-    assert [float(one["value"][1]) for one in results[READ_LAG_PANEL]] == [0.0]
+    lags = [float(one["value"][1]) for one in results[READ_LAG_PANEL]]
+    assert len(lags) == 1 and 0.0 <= lags[0] < 1.0, lags
     quantiles = [one["value"][1] for one in results[LATENCY_PANEL]]
     assert len(quantiles) == 2, results[LATENCY_PANEL]

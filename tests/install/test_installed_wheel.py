@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,9 +124,14 @@ def test_doctor_prints_one_json_document(installed: Environment, work: Path) -> 
     assert {check["status"] for check in document["checks"]} <= {"ok", "warn", "fail", "absent"}
 
 
-def console_documents(path: Path) -> list[dict[str, object]]:
+def console_documents(path: Path) -> list[dict[str, Any]]:
     text = path.read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines()]
+
+
+def is_event(document: dict[str, Any]) -> bool:
+    """A rule event, or a collective event of the failure extraction (not a log record)."""
+    return "rule" in document or "collective" in document.get("ascend", {})
 
 
 def test_the_agent_journals_every_record_of_a_tree_and_grep_finds_them(
@@ -150,7 +156,7 @@ def test_the_agent_journals_every_record_of_a_tree_and_grep_finds_them(
         try:
             deadline = time.monotonic() + AGENT_TIMEOUT_S
             while time.monotonic() < deadline and agent.poll() is None:
-                if sum("rule" not in d for d in console_documents(console)) >= records:
+                if sum(not is_event(d) for d in console_documents(console)) >= records:
                     break
                 time.sleep(0.2)
             agent.send_signal(signal.SIGTERM)
@@ -161,7 +167,7 @@ def test_the_agent_journals_every_record_of_a_tree_and_grep_finds_them(
                 agent.wait()
     assert agent.returncode == 0, err.decode()
     documents = console_documents(console)
-    events = sum("rule" in document for document in documents)
+    events = sum(map(is_event, documents))
     assert len(documents) - events == records
     assert events > 0
 

@@ -1,12 +1,14 @@
 """Reading an index incrementally by the time the engine took each document in.
 
 Every document the correlator reads carries `event.ingested`, stamped by the engine's ingest
-pipeline. A round asks for everything ingested since `overlap` before the newest ingest time
-seen so far, sorted by ingest time and document id, a page at a time (`search_after`), and
-passes on only the documents it did not pass on at that same ingest time: a document indexed
-late (an agent's backlog after an outage, a refresh not yet visible) is read in the next round,
-and a document read twice is passed on once. The correlator's own clock plays no part but for
-the first round, which starts `lookback` before now.
+pipeline. A round reads everything ingested after the newest ingest time seen so far, sorted by
+ingest time and document id, a page at a time (`search_after`), and looks again `overlap` back
+from that time for documents it has not passed on: a document indexed late (an agent's backlog
+after an outage, a slow bulk request, a refresh not yet visible) is read in the next round, and
+a document read twice is passed on once. The look back asks for ids and ingest times only, and
+the sources of the few it had not seen: a thousand agents' heartbeats in the overlap are not
+read again every round. The correlator's own clock plays no part but for the first round, which
+starts `lookback` before now.
 """
 
 from __future__ import annotations
@@ -47,45 +49,73 @@ class IngestReader:
 
     def read(self) -> list[dict[str, Any]]:
         """The documents ingested since the last round that were not passed on as they are."""
-        since = (
-            self.newest_ms - self._overlap_ms
-            if self.newest_ms is not None
-            else int(self._wall() * 1000) - self._lookback_ms
-        )
-        found: list[dict[str, Any]] = []
-        after: list[Any] | None = None
-        while True:
-            hits = self._engine.search(self.index, self._body(since, after))
-            for hit in hits:
-                ingested = int(hit["sort"][0])
-                id_ = str(hit["_id"])
-                if self._passed.get(id_) == ingested:
-                    continue
-                self._passed[id_] = ingested
-                found.append(hit)
-                if self.newest_ms is None or ingested > self.newest_ms:
-                    self.newest_ms = ingested
-            if len(hits) < self._page:
-                break
-            after = hits[-1]["sort"]
+        newest = self.newest_ms
+        if newest is None:
+            since = int(self._wall() * 1000) - self._lookback_ms
+            found = self._sources({"gte": since})
+        else:
+            since = newest - self._overlap_ms
+            found = []
+            unseen = self._unseen(since, newest)
+            for start in range(0, len(unseen), self._page):
+                found += self._sources(None, unseen[start : start + self._page])
+            found += self._sources({"gt": newest})
         self._forget_before(since)
         return found
 
-    def _body(self, since_ms: int, after: list[Any] | None) -> dict[str, Any]:
-        filters: list[dict[str, Any]] = [
-            {"range": {"event.ingested": {"gte": since_ms, "format": "epoch_millis"}}}
-        ]
+    def _unseen(self, since_ms: int, until_ms: int) -> list[str]:
+        """Ids of the documents in the overlap that were not passed on at their ingest time."""
+        body = self._body({"gte": since_ms, "lte": until_ms})
+        body["_source"] = False
+        unseen: list[str] = []
+        while True:
+            hits = self._engine.search(self.index, body)
+            unseen += [
+                str(hit["_id"])
+                for hit in hits
+                if self._passed.get(str(hit["_id"])) != int(hit["sort"][0])
+            ]
+            if len(hits) < self._page:
+                return unseen
+            body["search_after"] = hits[-1]["sort"]
+
+    def _sources(
+        self, ingested: dict[str, int] | None, ids: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The documents in an ingest-time range, or of these ids, not passed on as they are."""
+        body = self._body(ingested, ids)
+        found: list[dict[str, Any]] = []
+        while True:
+            hits = self._engine.search(self.index, body)
+            for hit in hits:
+                ingested_ms = int(hit["sort"][0])
+                id_ = str(hit["_id"])
+                if self._passed.get(id_) == ingested_ms:
+                    continue
+                self._passed[id_] = ingested_ms
+                found.append(hit)
+                if self.newest_ms is None or ingested_ms > self.newest_ms:
+                    self.newest_ms = ingested_ms
+            if len(hits) < self._page:
+                return found
+            body["search_after"] = hits[-1]["sort"]
+
+    def _body(
+        self, ingested: dict[str, int] | None, ids: list[str] | None = None
+    ) -> dict[str, Any]:
+        filters: list[dict[str, Any]] = []
+        if ingested is not None:
+            filters.append({"range": {"event.ingested": {**ingested, "format": "epoch_millis"}}})
+        if ids is not None:
+            filters.append({"ids": {"values": ids}})
         if self._query is not None:
             filters.append(self._query)
-        body: dict[str, Any] = {
+        return {
             "size": self._page,
             "sort": _SORT,
             "query": {"bool": {"filter": filters}},
             "seq_no_primary_term": True,
         }
-        if after is not None:
-            body["search_after"] = after
-        return body
 
     def _forget_before(self, since_ms: int) -> None:
         """What was passed on before the window cannot come again in it."""

@@ -220,7 +220,11 @@ def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official
         assert engine.count("logs-ascend.topology-esflavour") == hccl_journal.states
         assert dead.lines() == []
     finally:
-        engine.client.indices.delete_data_stream(name="logs-ascend.*-esflavour")
-        engine.client.indices.delete(index="logs-ascend.topology-esflavour", ignore=[404])
-        engine.close()
-        face.close()
+        try:
+            engine.client.indices.delete_data_stream(name="logs-ascend.*-esflavour")
+            engine.client.options(ignore_status=404).indices.delete(
+                index="logs-ascend.topology-esflavour"
+            )
+        finally:
+            engine.close()
+            face.close()
