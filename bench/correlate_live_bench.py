@@ -70,12 +70,14 @@ from npuwatch.agent.collective_stage import CollectiveSettings, CollectiveWatch,
 from npuwatch.agent.journal_stage import JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import JournalWork
+from npuwatch.cluster.reader import IngestReader
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.segment import StateRow
 from npuwatch.journal.store import Journal, JournalSettings
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock, StreamParser
+from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
 from npuwatch.records import Record, SourceInfo
 from npuwatch.sinks.follower import JournalFollower
 from npuwatch.sinks.search.dead_letters import DeadLetters
@@ -83,6 +85,7 @@ from npuwatch.sinks.search.documents import Action, block_actions, event_action,
 from npuwatch.sinks.search.engine import Connection, SearchEngine, status_of
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.search_sink import SearchSink, ShipSettings
+from npuwatch.sinks.search.streams import state_index
 
 NPUS = job_logs.NPUS
 QUIET_CLOSE_S = CollectiveSettings().quiet_close_s
@@ -356,6 +359,29 @@ class LiveFigures:
     rss_mb: dict[str, float] = field(default_factory=dict)
     peak_mb: float = 0.0
     verdict: str = ""
+    reads: ReadCosts | None = None
+
+
+@dataclass(frozen=True)
+class ReadCosts:
+    """The correlator's reader on the topology index: every document read with its source,
+    then a look back over all of them, seen (wall and CPU seconds of this process)."""
+
+    documents: int
+    full_s: tuple[float, float]
+    look_back_s: tuple[float, float]
+
+
+def read_costs(engine: SearchEngine, namespace: str) -> ReadCosts:
+    year = 365 * 86400.0
+    reads = IngestReader(engine, state_index(TOPOLOGY_STREAM, namespace), None, year, year)
+    wall, cpu = time.perf_counter(), time.process_time()
+    documents = len(reads.read())
+    full = (time.perf_counter() - wall, time.process_time() - cpu)
+    wall, cpu = time.perf_counter(), time.process_time()
+    if reads.read():
+        sys.exit("the look back read a document again")
+    return ReadCosts(documents, full, (time.perf_counter() - wall, time.process_time() - cpu))
 
 
 def job_files(job: job_logs.Job) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
@@ -395,6 +421,7 @@ def run_size(ranks: int, engine: SearchEngine, url: str, work: Path) -> LiveFigu
             measure(correlator, figures, agents, root_host, engine, namespace)
         finally:
             correlator.stop()
+        figures.reads = read_costs(engine, namespace)
     finally:
         for agent in agents:
             agent.close()
@@ -609,6 +636,13 @@ def report_size(figures: LiveFigures, reference_s: float) -> None:
     cpu = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in figures.cpu.items())
     rss = ", ".join(f"{name} {mb:.0f} MB" for name, mb in figures.rss_mb.items())
     print(f"  correlator CPU: {cpu}; RSS: {rss}, peak {figures.peak_mb:.0f} MB")
+    if figures.reads is not None:
+        reads = figures.reads
+        print(
+            f"  reading the {reads.documents:,} topology documents: with their sources "
+            f"{reads.full_s[0]:.2f} s ({reads.full_s[1]:.2f} s CPU here); a look back over all "
+            f"of them, seen: {reads.look_back_s[0]:.2f} s ({reads.look_back_s[1]:.2f} s CPU)"
+        )
 
 
 def extrapolate(sizes: list[LiveFigures]) -> None:
