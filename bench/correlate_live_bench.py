@@ -26,7 +26,10 @@ interval. For each size:
       every victim (target <= 10 s; the agents' fixed waits, quiet close and commit interval,
       come before it and are printed beside it);
   (4) the correlator's CPU seconds and peak RSS (/proc) in each phase, and its cost at 16,000
-      ranks extrapolated (a line through the two sizes).
+      ranks extrapolated (a line through the two sizes);
+  (5) the reader's cost on the topology index after the run: every document read with its
+      source (what a restarted correlator does), then a look back over all of them, seen (ids
+      and ingest times only; nothing is read again).
 
 The reference, measured in the same run: a plain document indexed and searched for, i.e. what
 any reader of the node waits at least (its refresh interval).

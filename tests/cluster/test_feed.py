@@ -17,6 +17,7 @@ from npuwatch.parsers.hccl.shipped import (
     ProcessFacts,
     event_document,
     event_document_id,
+    heartbeat_document_id,
 )
 from tests.conftest import TREES
 
@@ -126,6 +127,35 @@ def test_what_is_older_than_the_lookback_and_not_alive_is_forgotten() -> None:
     for hit in shipped(extracted()):
         fed.take(hit)
     kept = len(fed.processes) + len(fed.events)
-    assert fed.forget_before(0) == 0
-    assert fed.forget_before(2**62) == kept
+    assert len(fed.forget_before(0)) == 0
+    forgotten = fed.forget_before(2**62)
+    assert len(forgotten) == kept
+    assert len(forgotten.documents) == len(shipped([i for i in extracted() if isinstance(i, Fact)]))
     assert not fed.processes and not fed.events
+
+
+def test_a_process_a_recent_heartbeat_lists_is_kept_and_a_silent_agent_is_forgotten() -> None:
+    fed = CorrelationInput()
+    old_us, now_us = 1_000_000, 200_000_000_000
+    for pid in (1, 2):
+        facts = ProcessFacts("host-a", pid, None)
+        facts.add(Fact(ProcessKey("host-a", pid), "logic_device", pid, old_us))
+        fed.take(
+            {"_id": facts.id, "_seq_no": pid, "_primary_term": 1, "_source": facts.to_document("1")}
+        )
+    alive = Heartbeat("host-a", now_us, 30.0, {2: now_us})
+    silent = Heartbeat("host-b", old_us, 30.0, {})
+    for seq_no, beat in enumerate((alive, silent), start=10):
+        hit = {"_id": heartbeat_document_id(beat.host), "_seq_no": seq_no, "_primary_term": 1}
+        fed.take({**hit, "_source": beat.to_document()})
+
+    forgotten = fed.forget_before(now_us - 1_000_000)
+
+    gone = ProcessFacts("host-a", 1, None).id
+    assert forgotten.documents == {gone: (1, 1), heartbeat_document_id("host-b"): (11, 1)}
+    assert set(fed.processes) == {ProcessFacts("host-a", 2, None).id}
+    assert set(fed.heartbeats) == {"host-a"}
+    assert set(fed.versions) == {
+        ProcessFacts("host-a", 2, None).id,
+        heartbeat_document_id("host-a"),
+    }

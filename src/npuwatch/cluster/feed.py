@@ -4,18 +4,41 @@ A process document is read again every time its agent rewrites it; only the fact
 hold before are fed. An event is fed once, by id. A heartbeat gives each process its newest
 line (the engine's `heard` facts) and says which hosts are alive. Everything fed is kept, so
 that the engine can be made again from it (a compaction, when processes long gone are dropped),
-and a document that is not what it claims to be is a problem, not an exception.
+and a document that is not what it claims to be is a problem, not an exception. The version of
+each topology document read is kept too: what is forgotten is deleted from the index only if no
+agent has written it again since.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted
-from npuwatch.parsers.hccl.shipped import Heartbeat, ProcessFacts, event_from_document
+from npuwatch.parsers.hccl.shipped import (
+    Heartbeat,
+    ProcessFacts,
+    event_from_document,
+    heartbeat_document_id,
+)
 
 PROBLEMS_KEPT = 20
+
+Version = tuple[int, int]
+"""A document's `_seq_no` and `_primary_term` as read."""
+
+
+@dataclass
+class Forgotten:
+    """What a compaction dropped: the topology documents (by `_id`, with the version read, None
+    when the hit had none) and how many events."""
+
+    documents: dict[str, Version | None] = field(default_factory=dict)
+    events: int = 0
+
+    def __len__(self) -> int:
+        return len(self.documents) + self.events
 
 
 class CorrelationInput:
@@ -26,6 +49,8 @@ class CorrelationInput:
         self.events: dict[str, CollectiveEvent] = {}
         self.heartbeats: dict[str, Heartbeat] = {}
         """By host: the newest heartbeat of each agent."""
+        self.versions: dict[str, Version] = {}
+        """The version read of each topology document (process or heartbeat), by `_id`."""
         self.problems: list[str] = []
         self.unreadable = 0
 
@@ -34,6 +59,8 @@ class CorrelationInput:
         source = hit.get("_source") or {}
         dataset = (source.get("event") or {}).get("dataset")
         try:
+            if dataset in ("ascend.topology", "ascend.heartbeat"):
+                self._keep_version(hit)
             if dataset == "ascend.topology":
                 return self._process(source)
             if dataset == "ascend.heartbeat":
@@ -45,6 +72,10 @@ class CorrelationInput:
             return []
         self._problem(f"document {hit.get('_id')} of {hit.get('_index')} is not an agent's")
         return []
+
+    def _keep_version(self, hit: Mapping[str, Any]) -> None:
+        if "_seq_no" in hit and "_primary_term" in hit:
+            self.versions[str(hit["_id"])] = (int(hit["_seq_no"]), int(hit["_primary_term"]))
 
     def _process(self, source: Mapping[str, Any]) -> list[Extracted]:
         facts = ProcessFacts.from_document(source)
@@ -81,9 +112,14 @@ class CorrelationInput:
         for beat in self.heartbeats.values():
             yield from beat.heard()
 
-    def forget_before(self, cutoff_us: int) -> int:
-        """Drop what no fault can still need: processes and events older than `cutoff_us`
-        whose host's heartbeat no longer lists them; how many documents were dropped."""
+    def forget_before(self, cutoff_us: int) -> Forgotten:
+        """Drop what no fault can still need: agents silent since before `cutoff_us`, and the
+        processes and events older than it that no recent heartbeat lists."""
+        forgotten = Forgotten()
+        for host in [h for h, beat in self.heartbeats.items() if beat.clock_us < cutoff_us]:
+            del self.heartbeats[host]
+            id_ = heartbeat_document_id(host)
+            forgotten.documents[id_] = self.versions.pop(id_, None)
         listed = {(host, pid) for host, beat in self.heartbeats.items() for pid in beat.processes}
         gone = [
             id_
@@ -92,10 +128,12 @@ class CorrelationInput:
         ]
         for id_ in gone:
             del self.processes[id_]
+            forgotten.documents[id_] = self.versions.pop(id_, None)
         old = [i for i, e in self.events.items() if (e.last_us or e.time_us or 0) < cutoff_us]
         for id_ in old:
             del self.events[id_]
-        return len(gone) + len(old)
+        forgotten.events = len(old)
+        return forgotten
 
     def alive(self, host: str, now_us: int) -> bool | None:
         """Whether the agent of `host` beat recently (None: it never did)."""

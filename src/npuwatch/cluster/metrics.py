@@ -112,9 +112,18 @@ class CorrelatorMetrics:
             ["result"],
             registry=r,
         )
+        self.forgotten = Counter(
+            "npuwatch_correlate_topology_forgotten",
+            "Topology documents of processes and agents gone for longer than the lookback, "
+            "by result: deleted from the topology index, kept (an agent wrote it again since "
+            "it was read, or another correlator deleted it).",
+            ["result"],
+            registry=r,
+        )
         self.errors = Counter(
             "npuwatch_correlate_errors",
-            "Failures, by stage: read, engine (the root-cause engine), write.",
+            "Failures, by stage: read, engine (the root-cause engine), write, forget (deleting "
+            "topology documents of processes long gone).",
             ["stage"],
             registry=r,
         )

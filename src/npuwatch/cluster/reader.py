@@ -8,7 +8,8 @@ after an outage, a slow bulk request, a refresh not yet visible) is read in the 
 a document read twice is passed on once. The look back asks for ids and ingest times only, and
 the sources of the few it had not seen: a thousand agents' heartbeats in the overlap are not
 read again every round. The correlator's own clock plays no part but for the first round, which
-starts `lookback` before now.
+starts `lookback` before now, or reads the whole index (no lookback: the topology, which the
+correlator keeps small by deleting what it forgets).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class IngestReader:
         index: str,
         query: dict[str, Any] | None,
         overlap_s: float,
-        lookback_s: float,
+        lookback_s: float | None,
         page: int = 1000,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -39,7 +40,7 @@ class IngestReader:
         self.index = index
         self._query = query
         self._overlap_ms = int(overlap_s * 1000)
-        self._lookback_ms = int(lookback_s * 1000)
+        self._lookback_ms = None if lookback_s is None else int(lookback_s * 1000)
         self._page = page
         self._wall = wall
         self.newest_ms: int | None = None
@@ -51,6 +52,8 @@ class IngestReader:
         """The documents ingested since the last round that were not passed on as they are."""
         newest = self.newest_ms
         if newest is None:
+            if self._lookback_ms is None:
+                return self._sources(None)
             since = int(self._wall() * 1000) - self._lookback_ms
             found = self._sources({"gte": since})
         else:

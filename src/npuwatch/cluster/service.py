@@ -7,7 +7,11 @@ provisional verdict settled, or which closes (its processes recovered, or nothin
 the quiet period). Every write is conditional on the version read (another correlator may run
 beside this one); a conflict reads the incident again and the next round writes over it only
 if it still says something else. Nothing is kept but what the search engine holds: a restarted
-correlator reads it all again and finds its incidents by their ids.
+correlator reads it all again (the whole topology index: the processes of a job that started
+weeks ago; the events and incidents of the lookback) and finds its incidents by their ids. At
+the first round and every hour after, what is older than the lookback and not alive is forgotten,
+and its topology documents are deleted (forgetting.py), so that the next start reads little more
+than the processes still running.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from npuwatch.analysis.correlation import Correlator, Incident
-from npuwatch.cluster.feed import CorrelationInput
+from npuwatch.cluster.feed import CorrelationInput, Version
+from npuwatch.cluster.forgetting import delete_forgotten
 from npuwatch.cluster.incident_book import IncidentBook, Tracked
 from npuwatch.cluster.incident_document import (
     changed_keys,
@@ -77,15 +82,10 @@ class CorrelatorService:
         self._wall = wall
         namespace = settings.namespace
         self.incidents_index = state_index(INCIDENTS_STREAM, namespace)
+        self.topology_index = state_index(TOPOLOGY_STREAM, namespace)
         self._readers = [
-            IngestReader(
-                engine,
-                state_index(TOPOLOGY_STREAM, namespace),
-                None,
-                settings.overlap_s,
-                settings.lookback_s,
-                wall=wall,
-            ),
+            # All of it at a start, whatever its age: forgetting keeps it small.
+            IngestReader(engine, self.topology_index, None, settings.overlap_s, None, wall=wall),
             IngestReader(
                 engine,
                 events_stream(namespace),
@@ -101,7 +101,7 @@ class CorrelatorService:
         self._verdicts: list[Incident] = []
         self._dirty = False
         self._book_loaded = False
-        self._next_compaction = wall() + settings.compact_interval_s
+        self._next_compaction = wall()  # the first round's, then every compact_interval
         self._read_at = wall()
         """When a round last read every index to its end."""
 
@@ -270,10 +270,38 @@ class CorrelatorService:
             return
         self._next_compaction = now + self._settings.compact_interval_s
         cutoff = int((now - self._settings.lookback_s) * 1_000_000)
-        if self.input.forget_before(cutoff):
+        forgotten = self.input.forget_before(cutoff)
+        if forgotten:
             self._correlator = Correlator()
             self._correlator.add_all(self.input.everything())
             self._dirty = True
+        if forgotten.documents:
+            self._delete(forgotten.documents)
+
+    def _delete(self, documents: dict[str, Version | None]) -> None:
+        """The forgotten documents out of the topology index. What fails is left there: the
+        next correlator to start reads it and forgets it again."""
+        try:
+            done = delete_forgotten(self._engine, self.topology_index, documents)
+        except Exception as error:
+            self._metrics.errors.labels("forget").inc()
+            log.warning("cannot delete forgotten topology documents (%s)", _said(error))
+            return
+        self._metrics.forgotten.labels("deleted").inc(done.deleted)
+        self._metrics.forgotten.labels("kept").inc(done.kept)
+        if done.failed:
+            self._metrics.errors.labels("forget").inc()
+            log.warning(
+                "%d forgotten topology documents not deleted (%s)", done.failed, done.first_failure
+            )
+        log.info(
+            "forgot %d topology documents of processes and agents gone for over %s s: "
+            "%d deleted, %d kept",
+            len(documents),
+            f"{self._settings.lookback_s:.0f}",
+            done.deleted,
+            done.kept,
+        )
 
     def _show(self) -> None:
         series: list[RootCauseSeries] = []

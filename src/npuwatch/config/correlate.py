@@ -32,8 +32,10 @@ class CorrelateSection(BaseModel):
     lookback: Duration = Field(
         default=86400.0,
         gt=0,
-        description="at a start, documents and incidents this old are read again; facts of "
-        "processes silent for longer are dropped (memory stays bounded)",
+        description="at a start, events and incidents this old are read again (and the "
+        "topology of every process still running, however old); processes silent for longer "
+        "that no heartbeat lists, and agents silent for longer, are forgotten and their "
+        "documents deleted from the topology index (memory and the index stay bounded)",
     )
     quiet_period: Duration = Field(
         default=1800.0,
