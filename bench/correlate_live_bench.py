@@ -88,7 +88,7 @@ from npuwatch.sinks.search.documents import Action, block_actions, event_action,
 from npuwatch.sinks.search.engine import Connection, SearchEngine, status_of
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.search_sink import SearchSink, ShipSettings
-from npuwatch.sinks.search.streams import state_index
+from npuwatch.sinks.search.streams import events_stream, state_index
 
 NPUS = job_logs.NPUS
 QUIET_CLOSE_S = CollectiveSettings().quiet_close_s
@@ -368,11 +368,14 @@ class LiveFigures:
 @dataclass(frozen=True)
 class ReadCosts:
     """The correlator's reader on the topology index: every document read with its source,
-    then a look back over all of them, seen (wall and CPU seconds of this process)."""
+    then a look back over all of them, seen (wall and CPU seconds of this process); and what
+    the topology and the collective events (the agents run no rules here) hold in the engine:
+    documents, primary store bytes, merged."""
 
     documents: int
     full_s: tuple[float, float]
     look_back_s: tuple[float, float]
+    stored: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def read_costs(engine: SearchEngine, namespace: str) -> ReadCosts:
@@ -384,7 +387,17 @@ def read_costs(engine: SearchEngine, namespace: str) -> ReadCosts:
     wall, cpu = time.perf_counter(), time.process_time()
     if reads.read():
         sys.exit("the look back read a document again")
-    return ReadCosts(documents, full, (time.perf_counter() - wall, time.process_time() - cpu))
+    look_back = (time.perf_counter() - wall, time.process_time() - cpu)
+    stored: dict[str, tuple[int, int]] = {}
+    for name, index in (
+        ("topology", state_index(TOPOLOGY_STREAM, namespace)),
+        ("collective events", events_stream(namespace)),
+    ):
+        engine.client.indices.forcemerge(index=index, max_num_segments=1)
+        primaries = engine.client.indices.stats(index=index)["_all"]["primaries"]
+        count = int(primaries["docs"]["count"])
+        stored[name] = (count, int(primaries["store"]["size_in_bytes"]))
+    return ReadCosts(documents, full, look_back, stored)
 
 
 def job_files(job: job_logs.Job) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
@@ -646,6 +659,11 @@ def report_size(figures: LiveFigures, reference_s: float) -> None:
             f"{reads.full_s[0]:.2f} s ({reads.full_s[1]:.2f} s CPU here); a look back over all "
             f"of them, seen: {reads.look_back_s[0]:.2f} s ({reads.look_back_s[1]:.2f} s CPU)"
         )
+        held = "; ".join(
+            f"{name} {count:,} documents, {size / 1e6:.1f} MB"
+            for name, (count, size) in reads.stored.items()
+        )
+        print(f"  in the engine (primary store, merged): {held}")
 
 
 def extrapolate(sizes: list[LiveFigures]) -> None:

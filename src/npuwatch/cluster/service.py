@@ -38,7 +38,7 @@ from npuwatch.cluster.liveness import liveness_notes
 from npuwatch.cluster.metrics import CorrelatorMetrics, RootCauseSeries
 from npuwatch.cluster.reader import IngestReader
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
-from npuwatch.sinks.search.engine import SearchEngine, status_of
+from npuwatch.sinks.search.engine import SearchEngine, describe_error, status_of
 from npuwatch.sinks.search.streams import events_stream, state_index
 
 log = logging.getLogger("npuwatch.correlate")
@@ -132,7 +132,7 @@ class CorrelatorService:
             return self.round()
         except Exception as error:
             self._metrics.errors.labels("read").inc()
-            log.warning("correlation round failed (%s); trying again", _said(error))
+            log.warning("correlation round failed (%s); trying again", describe_error(error))
             return None
         finally:
             self._metrics.read_lag.set(max(self._wall() - self._read_at, 0.0))
@@ -255,7 +255,7 @@ class CorrelatorService:
                     self.book.load(stored, now_us)
                 return False
             self._metrics.errors.labels("write").inc()
-            log.warning("cannot write incident %s (%s); trying again", id_, _said(error))
+            log.warning("cannot write incident %s (%s); trying again", id_, describe_error(error))
             return False
         self._metrics.writes.labels(result).inc()
         self.book.tracked[id_] = Tracked(id_, written, document["ascend"]["incident"], now_us)
@@ -285,7 +285,7 @@ class CorrelatorService:
             done = delete_forgotten(self._engine, self.topology_index, documents)
         except Exception as error:
             self._metrics.errors.labels("forget").inc()
-            log.warning("cannot delete forgotten topology documents (%s)", _said(error))
+            log.warning("cannot delete forgotten topology documents (%s)", describe_error(error))
             return
         self._metrics.forgotten.labels("deleted").inc(done.deleted)
         self._metrics.forgotten.labels("kept").inc(done.kept)
@@ -338,9 +338,3 @@ def _kind_of(hit: dict[str, Any]) -> str:
 
 def _label(value: object) -> str:
     return "" if value is None else str(value)
-
-
-def _said(error: BaseException) -> str:
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    status = status_of(error)
-    return f"HTTP {status}: {text}" if status is not None else text

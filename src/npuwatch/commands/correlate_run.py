@@ -33,7 +33,7 @@ from npuwatch.problems import Problems
 from npuwatch.service.notify import SystemdNotifier
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.web_config import WebSecurity, load_web_config
-from npuwatch.sinks.search.engine import SearchEngine, quiet_client_logs
+from npuwatch.sinks.search.engine import SearchEngine, describe_error, quiet_client_logs
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.settings import SECTION, SecretUnreadable, connection_from
 from npuwatch.terminal import Palette, wants_colour
@@ -58,7 +58,13 @@ def run_correlate(args: argparse.Namespace) -> int:
     metrics = CorrelatorMetrics()
     service = CorrelatorService(engine, settings_of(config), metrics)
     if args.once:
-        service.round()
+        try:
+            service.round()
+        except Exception as error:  # the engine unreachable, refusing, or failing
+            hosts = ", ".join(config.sinks.elasticsearch.hosts)
+            raise Problems(
+                [f"cannot correlate with the search engine at {hosts}: {describe_error(error)}"]
+            ) from None
         stored = [tracked.incident for tracked in service.book.tracked.values()]
         return _print([incident_from_document(found) for found in stored], args, stored)
     return _serve(service, metrics, config, security)
@@ -88,8 +94,18 @@ def _checked(config: Config, engine: SearchEngine) -> int:
     settings = settings_of(config)
     engine.close()
     hosts = ", ".join(config.sinks.elasticsearch.hosts)
+    # The correlator reads the engine whether or not this host's agent ships to it; a file
+    # where it does not is often the default one, with the default host: say so.
+    shipping = (
+        ""
+        if config.sinks.elasticsearch.enabled
+        else (
+            " (enabled = false in [sinks.elasticsearch]: this host's agent ships nothing there; "
+            "the correlator reads it all the same)"
+        )
+    )
     sys.stdout.write(
-        f"search engine: {config.sinks.elasticsearch.flavour} at {hosts}\n"
+        f"search engine: {config.sinks.elasticsearch.flavour} at {hosts}{shipping}\n"
         f"reads: logs-ascend.topology-{settings.namespace}, "
         f"logs-ascend.events-{settings.namespace}\n"
         f"writes: logs-ascend.incidents-{settings.namespace}\n"

@@ -13,13 +13,16 @@ examples:
   npuwatch es setup --flavour opensearch --host http://127.0.0.1:9200 --replicas 0
   NPUWATCH_ES_API_KEY=... npuwatch es check --host https://es.example:9200
 
-setup installs the index template of the four data streams (logs-ascend.plog-<namespace>,
+setup installs the index templates of the four data streams (logs-ascend.plog-<namespace>,
 logs-ascend.device-<namespace> (device logs and npu-smi readings),
-logs-ascend.profiling-<namespace>, logs-ascend.events-<namespace>), with mappings generated from
-the record schema, and the lifecycle policy that deletes data after delete_after (ILM on
-Elasticsearch, the Index State Management plugin on OpenSearch). Run it once per cluster and
-namespace, and again after an upgrade of npuwatch. check reports connectivity, version, the
-template, the policy, the data streams and the dead letters.
+logs-ascend.profiling-<namespace>, logs-ascend.events-<namespace> (rule and collective-failure
+events)), with mappings generated from the record schema, and of the two plain indices of the
+cluster correlator (logs-ascend.topology-<namespace>: the agents' topology facts and heartbeats;
+logs-ascend.incidents-<namespace>); the ingest pipeline npuwatch-ingested, which stamps
+event.ingested (what the correlator reads by); and the lifecycle policy that deletes data after
+delete_after (ILM on Elasticsearch, the Index State Management plugin on OpenSearch). Run it once
+per cluster and namespace, and again after an upgrade of npuwatch. check reports connectivity,
+version, the templates, the pipeline, the policy, the data streams and the dead letters.
 
 exit status: 0 all well, 1 something is missing or unreachable (one line each on stderr),
 2 bad usage or configuration.
@@ -36,7 +39,7 @@ def add_es_commands(commands: Any) -> None:
     )
     actions = es.add_subparsers(title="actions", metavar="ACTION", required=True)
     for name, help_text, handler in (
-        ("setup", "install the index template and the lifecycle policy", "run_setup"),
+        ("setup", "install the index templates, ingest pipeline and lifecycle policy", "run_setup"),
         ("check", "report connectivity, version, template, policy and data streams", "run_check"),
     ):
         action = actions.add_parser(name, help=help_text, description=help_text.capitalize())

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK
 from npuwatch.config import Config, SearchSinkSection, config_path_from, load_config
 from npuwatch.problems import Problems
-from npuwatch.sinks.search.engine import SearchEngine, status_of
+from npuwatch.sinks.search.engine import SearchEngine, describe_error, status_of
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.settings import (
     SECTION,
@@ -100,7 +100,7 @@ def run_setup(args: argparse.Namespace) -> int:
             try:
                 part.install(engine)
             except Exception as error:
-                _problem(f"cannot install the {part.what} {part.name}: {_describe(error)}")
+                _problem(f"cannot install the {part.what} {part.name}: {describe_error(error)}")
                 return EXIT_FINDINGS
             print(f"{part.what} {part.name}: installed ({part.covers})")
         days = int(section.delete_after // 86400)
@@ -124,7 +124,7 @@ def run_check(args: argparse.Namespace) -> int:
         try:
             info = engine.info()
         except Exception as error:
-            _problem(f"cannot reach {', '.join(section.hosts)}: {_describe(error)}")
+            _problem(f"cannot reach {', '.join(section.hosts)}: {describe_error(error)}")
             return EXIT_FINDINGS
         version = info.get("version", {})
         print(
@@ -137,7 +137,7 @@ def run_check(args: argparse.Namespace) -> int:
             except Exception as error:
                 problems += 1
                 _problem(
-                    f"cannot read the {part.what} {part.name}: {_describe(error)}"
+                    f"cannot read the {part.what} {part.name}: {describe_error(error)}"
                     f"{_privilege(error)}"
                 )
                 continue
@@ -166,7 +166,7 @@ def run_check(args: argparse.Namespace) -> int:
                 print(f"data stream {stream}: {engine.count(stream)} documents")
             except Exception as error:
                 problems += 1
-                _problem(f"cannot count {stream}: {_describe(error)}{_privilege(error)}")
+                _problem(f"cannot count {stream}: {describe_error(error)}{_privilege(error)}")
         dead = dead_letter_path(section, config.agent.state_directory)
         letters = _line_count(dead)
         if letters:
@@ -211,9 +211,9 @@ def _lifecycle_problem(
     unsupported = engine.lifecycle_unsupported(error, int(section.delete_after // 86400))
     if unsupported is not None:
         head, _, rest = unsupported.partition(";")
-        return f"lifecycle policy: {head} ({_describe(error)});{rest}"
+        return f"lifecycle policy: {head} ({describe_error(error)});{rest}"
     name = policy_name(section.namespace)
-    return f"cannot install or read the lifecycle policy {name}: {_describe(error)}"
+    return f"cannot install or read the lifecycle policy {name}: {describe_error(error)}"
 
 
 def _privilege(error: BaseException) -> str:
@@ -224,12 +224,6 @@ def _privilege(error: BaseException) -> str:
             "privileges)"
         )
     return ""
-
-
-def _describe(error: BaseException) -> str:
-    status = status_of(error)
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return f"HTTP {status}: {text}" if status is not None else text
 
 
 def _problem(text: str) -> None:

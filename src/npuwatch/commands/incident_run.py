@@ -18,7 +18,7 @@ from npuwatch.config import config_path_from, load_config
 from npuwatch.parsers import resolve_timezone
 from npuwatch.quantities import parse_duration
 from npuwatch.sinks.console import format_datetime
-from npuwatch.sinks.search.engine import SearchEngine, status_of
+from npuwatch.sinks.search.engine import SearchEngine, describe_error
 from npuwatch.sinks.search.streams import state_index
 from npuwatch.terminal import Palette, wants_colour
 
@@ -81,12 +81,8 @@ def _read(engine: SearchEngine, request: Any) -> Any:
     try:
         return request()
     except Exception as error:
-        status = status_of(error)
-        said = str(error).splitlines()[0] if str(error) else type(error).__name__
         hosts = ", ".join(engine.connection.hosts)
-        fail(
-            f"cannot read the incidents from {hosts}: {f'HTTP {status}: ' if status else ''}{said}"
-        )
+        fail(f"cannot read the incidents from {hosts}: {describe_error(error)}")
 
 
 def _line(found: dict[str, Any], zone: Any) -> str:

@@ -196,3 +196,10 @@ def status_of(error: BaseException) -> int | None:
     meta = getattr(error, "meta", None)
     value = getattr(meta, "status", None)
     return value if isinstance(value, int) else None
+
+
+def describe_error(error: BaseException) -> str:
+    """An engine error in one line: its HTTP status, if any, and the first line of its text."""
+    status = status_of(error)
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return f"HTTP {status}: {text}" if status is not None else text

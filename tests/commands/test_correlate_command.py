@@ -1,0 +1,127 @@
+"""`npuwatch correlate` without a search engine: `--journal` over the journals real agents wrote
+gives the incidents `scan` gives for the same logs; `--check` says what the service would use,
+and what stops it in one line; bad journals are exit 2 with one line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster.fixture_hosts import COLLECTION, HOSTS, journal_hosts
+from tests.npuwatch_command import run_npuwatch
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    yield journal_hosts(tmp_path_factory.mktemp("journals"))
+
+
+def decided(incident: dict[str, Any]) -> dict[str, Any]:
+    """What an incident decides, without where its evidence lines were read."""
+    keep = ("kind", "faultdiag_code", "summary", "communicator", "first", "recovered")
+    places = ("root_cause", "waiting_chain", "victims", "unheard")
+    found = {key: incident[key] for key in keep}
+    for key in places:
+        found[key] = [{k: v for k, v in p.items() if k != "pid"} for p in incident[key]]
+    return found
+
+
+def scan_incidents() -> list[dict[str, Any]]:
+    done = run_npuwatch("scan", str(COLLECTION), "--json", "--no-rules")
+    assert done.returncode == 1, done.stderr
+    return list(json.loads(done.stdout)["incidents"])
+
+
+def test_the_journals_of_every_host_give_the_incidents_scan_gives(states: dict[str, Path]) -> None:
+    done = run_npuwatch("correlate", "--journal", *(str(states[h]) for h in HOSTS), "--json")
+
+    assert done.returncode == 1, done.stderr  # incidents found
+    found = json.loads(done.stdout)["incidents"]
+    expected = scan_incidents()
+    assert [decided(i) for i in found] == [decided(i) for i in expected]
+    (incident,) = found
+    assert [(p["host"], p["rank"]) for p in incident["root_cause"]] == [("host-b", 5)]
+    assert len(incident["victims"]) == 7
+
+
+def test_the_report_is_scan_s_and_a_journal_folder_is_taken_as_well(
+    states: dict[str, Path],
+) -> None:
+    done = run_npuwatch(
+        "correlate", "--journal", *(str(states[h] / "journal") for h in HOSTS), "--timezone", "UTC"
+    )
+
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Incident 1: first error not timeout at 2025-12-10 ")
+    assert "  root cause  host-b dev 1 (rank 5) in 10.0.0.11%eth0_60000_0_1765367607599032" in lines
+    assert "  victims     7: host-a 4, host-b 3" in lines
+
+
+def test_one_host_s_journal_alone_names_no_waiting_rank_of_the_other(
+    states: dict[str, Path],
+) -> None:
+    done = run_npuwatch("correlate", "--journal", str(states["host-a"]), "--json")
+
+    assert done.returncode == 1, done.stderr
+    (incident,) = json.loads(done.stdout)["incidents"]
+    assert {p["host"] for p in incident["victims"]} == {"host-a"}
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda tmp: tmp / "missing", "no such folder: give an agent's state directory"),
+        (lambda tmp: tmp, "no journal here (no segment-*.db in it or in"),
+    ],
+)
+def test_a_folder_without_a_journal_is_one_line_and_exit_2(
+    tmp_path: Path, make: Any, said: str
+) -> None:
+    done = run_npuwatch("correlate", "--journal", str(make(tmp_path)))
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert said in line
+
+
+def test_check_says_what_the_service_would_use(tmp_path: Path) -> None:
+    config = tmp_path / "npuwatch.toml"
+    config.write_text(
+        '[sinks.elasticsearch]\nenabled = true\nflavour = "opensearch"\n'
+        'hosts = ["https://os-1.example:9200"]\nnamespace = "prod"\n'
+        '[correlate]\nlisten = "127.0.0.1:9917"\n',
+        "utf-8",
+    )
+
+    done = run_npuwatch("correlate", "--check", "--config", str(config))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "search engine: opensearch at https://os-1.example:9200",
+        "reads: logs-ascend.topology-prod, logs-ascend.events-prod",
+        "writes: logs-ascend.incidents-prod",
+        "metrics: /metrics on 127.0.0.1:9917",
+    ]
+
+
+def test_check_refuses_a_secret_it_cannot_read_in_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "npuwatch.toml"
+    missing = tmp_path / "es-api-key"
+    config.write_text(
+        f'[sinks.elasticsearch]\nenabled = true\nhosts = ["https://es.example:9200"]\n'
+        f'api_key_file = "{missing}"\n',
+        "utf-8",
+    )
+
+    done = run_npuwatch("correlate", "--check", "--config", str(config))
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1
+    assert str(missing) in done.stderr
