@@ -62,6 +62,18 @@ def build(work: Path, lines: int) -> tuple[Path, Path]:
     shutil.rmtree(work, ignore_errors=True)
     size = write_tree(tree, lines, hours=24)
     print(f"tree: {lines:,} lines, {size / 1e6:.0f} MB over 24 hours under {tree}")
+    records, elapsed, journal_size = journal_with_agent(tree, state, work)
+    print(
+        f"journal: {records:,} records in {elapsed:.1f} s ({records / elapsed:,.0f} records/s),"
+        f" {journal_size / 1e6:.0f} MB on disk ({size / journal_size:.1f} times smaller)"
+    )
+    marker.write_text("", encoding="utf-8")
+    return tree, state / "journal"
+
+
+def journal_with_agent(tree: Path, state: Path, work: Path) -> tuple[int, float, int]:
+    """The real agent run over `tree` with its defaults until its journal stops growing; the
+    records journaled, the seconds it took and the journal's bytes on disk."""
     env = {**os.environ, "NPUWATCH_CONFIG": str(work / "none.toml")}
     (work / "none.toml").write_text("", encoding="utf-8")
     command = [sys.executable, "-m", "npuwatch", "agent", "--root", str(tree),
@@ -78,12 +90,7 @@ def build(work: Path, lines: int) -> tuple[Path, Path]:
     agent.send_signal(signal.SIGTERM)
     agent.wait(timeout=120)
     journal_size = sum(p.stat().st_size for p in (state / "journal").glob("segment-*"))
-    print(
-        f"journal: {last:,} records in {elapsed:.1f} s ({last / elapsed:,.0f} records/s),"
-        f" {journal_size / 1e6:.0f} MB on disk ({size / journal_size:.1f} times smaller)"
-    )
-    marker.write_text("", encoding="utf-8")
-    return tree, state / "journal"
+    return last, elapsed, journal_size
 
 
 def can_drop_caches() -> bool:

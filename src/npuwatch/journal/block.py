@@ -18,7 +18,8 @@ import re
 import struct
 import zlib
 from array import array
-from collections.abc import Iterator, Sequence
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from itertools import compress as pick  # `compress` is encode_block's parameter
@@ -203,12 +204,71 @@ class BlockFormatError(ValueError):
     """The blob is not a block this version can read (corruption, or a newer format)."""
 
 
-def decode_block(payload: bytes, text_has: re.Pattern[str] | None = None) -> list[StoredRecord]:
-    """The records of a block, in their order; none at all when `text_has` is given and finds
-    nothing in the block's text (all its records' texts, joined by newlines), which is found out
-    before any record is built."""
+def decode_block(payload: bytes) -> list[StoredRecord]:
+    """The records of a block, in their order."""
+    columns = _read_columns(payload)
+    return [columns.record(index) for index in range(columns.count)]
+
+
+def decode_matching(payload: bytes, text_has: re.Pattern[str]) -> list[tuple[int, StoredRecord]]:
+    """The records of a block that `text_has` may match, with their positions: the pattern is
+    searched in the block's text (every record's text, joined by newlines) at C speed, and only
+    the records where a match starts are built. After a match, the search goes on at the start
+    of the next record, so that a match running across a newline cannot hide one in the record
+    after it; the caller tests each record on its own (a match across records is no match)."""
+    columns = _read_columns(payload)
+    found: list[tuple[int, StoredRecord]] = []
+    text, starts = columns.text, columns.starts
+    search = text_has.search
+    position = 0
+    while position <= len(text) and (match := search(text, position)) is not None:
+        index = bisect_right(starts, match.start()) - 1
+        found.append((index, columns.record(index)))
+        position = starts[index + 1]
+    return found
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A block's columns, decoded; records are built from them one at a time."""
+
+    count: int
+    times: array[int]
+    offsets: array[int]
+    ends: array[int]
+    pids: array[int]
+    lengths: array[int]
+    level_index: array[int]
+    logger_index: array[int]
+    names: list[str | None]
+    flags: dict[int, int]
+    codes: dict[int, list[str]]
+    text: str
+    starts: list[int]
+    """Where each record's text starts in `text`, and one past the end (count + 1 items)."""
+
+    def record(self, index: int) -> StoredRecord:
+        time = self.times[index]
+        offset = self.offsets[index]
+        end = self.ends[index]
+        pid = self.pids[index]
+        start = self.starts[index]
+        return StoredRecord(  # positional: keywords make a NamedTuple slower to build
+            None if time == _NONE else time,
+            self.names[self.level_index[index]],
+            self.names[self.logger_index[index]],
+            None if pid == _NONE else pid,
+            self.codes.get(index, []),
+            self.flags.get(index, 0),
+            None if offset == _NONE else offset,
+            None if end == _NONE else end,
+            self.text[start : start + self.lengths[index]],
+        )
+
+
+def _read_columns(payload: bytes) -> _Columns:
     try:
-        return list(_decode(payload, text_has))
+        return _columns(payload)
     except (
         zstandard.ZstdError,
         zlib.error,
@@ -221,7 +281,7 @@ def decode_block(payload: bytes, text_has: re.Pattern[str] | None = None) -> lis
         raise BlockFormatError(f"unreadable block: {error}") from error
 
 
-def _decode(payload: bytes, text_has: re.Pattern[str] | None) -> Iterator[StoredRecord]:
+def _columns(payload: bytes) -> _Columns:
     marker, body = payload[:1], payload[1:]
     if marker == b"s":
         body = zstandard.ZstdDecompressor().decompress(body)
@@ -258,27 +318,27 @@ def _decode(payload: bytes, text_has: re.Pattern[str] | None) -> Iterator[Stored
     names = json.loads(bytes(view[:dictionary_length]))
     view = view[dictionary_length:]
     sparse_flags, sparse_codes = json.loads(bytes(view[:columns_length]))
-    flags = dict(sparse_flags)
-    codes = dict(sparse_codes)
     text = bytes(view[columns_length:]).decode("utf-8")
     starts = [0, *accumulate(length + 1 for length in lengths)]
     if len(text) != max(starts[-1] - 1, 0):  # the texts are the rest of the blob, exactly
         raise ValueError("block text does not match its lengths")
-    if text_has is not None and text_has.search(text) is None:
-        return
-    for index in range(count):
-        time = times[index]
-        offset = offsets[index]
-        end = ends[index]
-        pid = pids[index]
-        yield StoredRecord(  # positional: keywords make a NamedTuple slower to build
-            None if time == _NONE else time,
-            names[level_index[index]],
-            names[logger_index[index]],
-            None if pid == _NONE else pid,
-            codes.get(index, []),
-            flags.get(index, 0),
-            None if offset == _NONE else offset,
-            None if end == _NONE else end,
-            text[starts[index] : starts[index] + lengths[index]],
-        )
+    # Checked here, so that building a record later cannot fail on a damaged block.
+    if not isinstance(names, list):
+        raise TypeError("the block's dictionary is not a list")
+    if count and (max(level_index) >= len(names) or max(logger_index) >= len(names)):
+        raise IndexError("a level or module outside the block's dictionary")
+    return _Columns(
+        count,
+        times,
+        offsets,
+        ends,
+        pids,
+        lengths,
+        level_index,
+        logger_index,
+        names,
+        dict(sparse_flags),
+        dict(sparse_codes),
+        text,
+        starts,
+    )

@@ -1,14 +1,15 @@
 """The block plan of `grep`: questions the index of notable records cannot answer (a pattern
 alone, INFO or DEBUG records, a module) read blocks, but only those whose summary (time range,
-levels, modules, pids, host, device) can hold a match, and a block whose text as a whole has
-no match for the pattern is passed over before any of its records is built."""
+levels, modules, pids, host, device) can hold a match; in each, the pattern is searched in the
+block's whole text at C speed, and only the records where a match starts are built and tested
+(block.decode_matching)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 
-from npuwatch.journal.block import decode_block
+from npuwatch.journal.block import decode_block, decode_matching
 from npuwatch.journal.query import Hit, Question, ReadOnlySegment, Where
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.journal.segment import BLOCK_COLUMNS, block_from_row
@@ -48,8 +49,12 @@ def from_blocks(
         for row in rows:
             block = block_from_row(row)
             last_id = block.id
-            records = decode_block(block.payload, text_has)
-            for position, record in enumerate(records):
+            records = (
+                enumerate(decode_block(block.payload))
+                if text_has is None
+                else decode_matching(block.payload, text_has)
+            )
+            for position, record in records:
                 if _matches(record, question, block.source, triggers):
                     device = block.source.device
                     if question.device is not None and device is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from npuwatch.parsers import parse_bytes
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact
@@ -222,7 +224,7 @@ def test_a_link_error_row_names_the_destination_as_the_peer() -> None:
     ]
 
 
-def test_the_real_transport_init_and_cqe_lines_name_their_peers() -> None:
+def test_the_real_transport_init_and_cqe_lines_name_their_peers(real_logs: list[Path]) -> None:
     transport = next(
         text
         for text in (REAL_LOGS / "I007.log").read_text().splitlines()

@@ -1,0 +1,161 @@
+"""npuwatch beside the tools it is measured against, in one run, on a tree of real-format lines.
+
+    python bench/anchors.py [--work /tmp/npuwatch-anchors] [--lines 1000000] [--rounds 3]
+
+The tree is written once by bench/real_tree.py (real CANN lines from ../shared/real-logs, else
+from the fixture trees) and journaled once by the real agent with its defaults. Then, in
+interleaved rounds (min and median of --rounds), each figure beside its reference:
+
+  scan          `npuwatch scan` of the tree (its CPU seconds, start-up included) against a plain
+                Python loop over the same files: one header regular expression, `groupdict()` and
+                a code `findall` a line (what a hand-written log summariser does at least);
+  grep literal  `npuwatch grep PATTERN --journal …` printing the matching lines, against
+                `rg PATTERN TREE` (and `rg -j1`, one thread) over the raw files, warm cache, wall
+                time of the whole command;
+  grep regex    the same with a regular expression;
+  journal size  the journal's bytes on disk against the logs'.
+
+rg is used when it is on PATH. The other anchors of the performance issue have their own
+benchmarks: the agent's flood (bench/agent_bench.py), shipping (bench/ship_bench.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from grep_bench import journal_with_agent
+from parse_bench import run_scan
+from real_tree import write_tree
+
+LITERAL = "Aicore kernel execute failed"
+REGEX = r"Task run failed, device_id=\d+, stream_id=4\d"
+
+_HEADER = re.compile(
+    r"\[(?P<level>\w+)\] (?P<module>\w+)\((?P<pid>-?\d+),(?P<name>[^)]*)\):(?P<time>\S+) "
+    r"(?P<body>.*)"
+)
+_CODE = re.compile(r"\b(?:E[A-Z0-9]\d{4}|W[A-Z0-9]\d{4}|ERR\d{5})\b")
+
+
+@dataclass
+class Figures:
+    """Seconds of each measurement, a list per name (one a round)."""
+
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, name: str, value: float) -> None:
+        self.seconds.setdefault(name, []).append(value)
+
+    def best(self, name: str) -> float:
+        return min(self.seconds[name])
+
+    def span(self, name: str) -> str:
+        values = self.seconds[name]
+        return f"{min(values):.3f}–{statistics.median(values):.3f} s"
+
+
+def build(work: Path, lines: int) -> tuple[Path, Path, int, int]:
+    """The tree and the journal (made once); the tree's lines and bytes."""
+    tree, state = work / "tree", work / "state"
+    marker = work / "built"
+    if not marker.exists():
+        shutil.rmtree(work, ignore_errors=True)
+        what, written, size = write_tree(tree, lines)
+        print(f"tree: {written:,} lines, {size / 1e6:.0f} MB under {tree}, drawn from {what}")
+        records, elapsed, _ = journal_with_agent(tree, state, work)
+        print(f"journal: {records:,} records in {elapsed:.1f} s by the agent")
+        marker.write_text(f"{written} {size}\n", encoding="utf-8")
+    written, size = (int(n) for n in marker.read_text(encoding="utf-8").split())
+    return tree, state / "journal", written, size
+
+
+def reference_scan(tree: Path) -> float:
+    """CPU seconds of the plain loop over every file of the tree."""
+    started = time.process_time()
+    match, findall = _HEADER.match, _CODE.findall
+    levels: dict[str, int] = {}
+    for path in sorted(tree.rglob("*.log")):
+        for line in path.read_text("utf-8", errors="replace").split("\n"):
+            found = match(line)
+            if found is not None:
+                fields = found.groupdict()
+                levels[fields["level"]] = levels.get(fields["level"], 0) + 1
+                findall(line)
+    return time.process_time() - started
+
+
+def wall(command: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return time.perf_counter() - started, done.stdout
+
+
+def matches(output: str) -> int:
+    return sum(1 for line in output.splitlines() if line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/npuwatch-anchors"))
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    tree, journal, lines, size = build(args.work, args.lines)
+    rg = shutil.which("rg")
+    npuwatch = [sys.executable, "-m", "npuwatch"]
+    questions = {"literal": LITERAL, "regex": REGEX}
+    figures = Figures()
+    found: dict[str, int] = {}
+    for _ in range(args.rounds):
+        figures.add("reference loop", reference_scan(tree))
+        _, cpu, _ = run_scan(tree)
+        figures.add("scan", cpu)
+        for name, pattern in questions.items():
+            seconds, output = wall([*npuwatch, "grep", pattern, "--journal", str(journal)])
+            figures.add(f"grep {name}", seconds)
+            found[f"grep {name}"] = matches(output)
+            if rg is not None:
+                for threads in ("", "-j1"):
+                    command = [rg, *([threads] if threads else []), pattern, str(tree)]
+                    seconds, output = wall(command)
+                    figures.add(f"rg {name}{' ' + threads if threads else ''}", seconds)
+                    found[f"rg {name}"] = matches(output)
+
+    journal_size = sum(p.stat().st_size for p in journal.glob("segment-*"))
+    print(f"{lines:,} lines, {size / 1e6:.0f} MB; min–median of {args.rounds} rounds")
+    scan, loop = figures.best("scan"), figures.best("reference loop")
+    print(
+        f"scan: {figures.span('scan')} CPU ({lines / scan:,.0f} lines per CPU-second); "
+        f"reference loop {figures.span('reference loop')}: {scan / loop:.2f}× (target ≤ 1.25×)"
+    )
+    for name in questions:
+        ours = figures.best(f"grep {name}")
+        line = f"grep {name} ({found[f'grep {name}']:,} lines): {figures.span(f'grep {name}')}"
+        if rg is not None:
+            theirs, one = figures.best(f"rg {name}"), figures.best(f"rg {name} -j1")
+            line += (
+                f"; rg {figures.span(f'rg {name}')} ({found[f'rg {name}']:,} lines), "
+                f"rg -j1 {figures.span(f'rg {name} -j1')}: {ours / theirs:.1f}× rg, "
+                f"{ours / one:.1f}× rg -j1 (target ≤ 5×)"
+            )
+        else:
+            line += "; rg is not installed: no reference"
+        print(line)
+    print(
+        f"journal: {journal_size / 1e6:.0f} MB for {size / 1e6:.0f} MB of logs: "
+        f"{journal_size / size:.2f}× (target ≤ 0.35×)"
+    )
+
+
+if __name__ == "__main__":
+    main()
