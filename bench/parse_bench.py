@@ -95,7 +95,7 @@ def read_and_parse(files: list[Path], engine: RuleEngine | None) -> int:
     return events
 
 
-def run_scan(root: Path, *options: str) -> tuple[float, float, int]:
+def run_scan(root: Path, *options: str, as_json: bool = True) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and peak RSS (KiB) of `npuwatch scan` in its own process.
 
     GNU time reports the RSS of the exec'd command itself; the rusage of a child forked from
@@ -112,7 +112,7 @@ def run_scan(root: Path, *options: str) -> tuple[float, float, int]:
             "npuwatch",
             "scan",
             str(root),
-            "--json",
+            *(["--json"] if as_json else []),
             *options,
         ],
         stdout=subprocess.DEVNULL,

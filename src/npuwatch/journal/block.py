@@ -21,9 +21,10 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate, repeat
 from itertools import compress as pick  # `compress` is encode_block's parameter
-from operator import and_, attrgetter, or_
+from operator import add, and_, attrgetter, or_
 from typing import TYPE_CHECKING
 
 import zstandard
@@ -218,17 +219,18 @@ def decode_matching(payload: bytes, text_has: re.Pattern[str]) -> list[tuple[int
     after it; the caller tests each record on its own (a match across records is no match)."""
     columns = _read_columns(payload)
     found: list[tuple[int, StoredRecord]] = []
-    text, starts = columns.text, columns.starts
+    text = columns.text
     search = text_has.search
     position = 0
     while position <= len(text) and (match := search(text, position)) is not None:
+        starts = columns.starts
         index = bisect_right(starts, match.start()) - 1
         found.append((index, columns.record(index)))
         position = starts[index + 1]
     return found
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Columns:
     """A block's columns, decoded; records are built from them one at a time."""
 
@@ -244,8 +246,12 @@ class _Columns:
     flags: dict[int, int]
     codes: dict[int, list[str]]
     text: str
-    starts: list[int]
-    """Where each record's text starts in `text`, and one past the end (count + 1 items)."""
+
+    @cached_property
+    def starts(self) -> list[int]:
+        """Where each record's text starts in `text`, and one past the end (count + 1 items);
+        made only for a block whose records are built (most blocks a pattern passes over)."""
+        return [0, *accumulate(map(add, self.lengths, repeat(1, len(self.lengths))))]
 
     def record(self, index: int) -> StoredRecord:
         time = self.times[index]
@@ -319,8 +325,7 @@ def _columns(payload: bytes) -> _Columns:
     view = view[dictionary_length:]
     sparse_flags, sparse_codes = json.loads(bytes(view[:columns_length]))
     text = bytes(view[columns_length:]).decode("utf-8")
-    starts = [0, *accumulate(length + 1 for length in lengths)]
-    if len(text) != max(starts[-1] - 1, 0):  # the texts are the rest of the blob, exactly
+    if len(text) != max(sum(lengths) + count - 1, 0):  # the texts are the rest of the blob
         raise ValueError("block text does not match its lengths")
     # Checked here, so that building a record later cannot fail on a damaged block.
     if not isinstance(names, list):
@@ -340,5 +345,4 @@ def _columns(payload: bytes) -> _Columns:
         dict(sparse_flags),
         dict(sparse_codes),
         text,
-        starts,
     )
