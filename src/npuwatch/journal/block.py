@@ -52,6 +52,8 @@ _EXPORTED_FLAGS = 0xFFFF
 _HEADER = struct.Struct("<BIII")
 """Format version, record count, length of the dictionary JSON, length of the columns JSON."""
 _VERSION = 2
+_LARGEST_BLOCK_BYTES = 1 << 30
+"""Far above any block a commit writes (a few MiB); a size beyond it is damage."""
 
 
 @dataclass(frozen=True)
@@ -290,7 +292,11 @@ def _read_columns(payload: bytes) -> _Columns:
 def _columns(payload: bytes) -> _Columns:
     marker, body = payload[:1], payload[1:]
     if marker == b"s":
-        body = zstandard.ZstdDecompressor().decompress(body)
+        # A damaged frame header can claim any size; decompress would try to allocate it.
+        claimed = zstandard.frame_content_size(body)
+        if claimed > _LARGEST_BLOCK_BYTES:
+            raise ValueError(f"the block claims {claimed} bytes uncompressed")
+        body = zstandard.ZstdDecompressor().decompress(body, max_output_size=_LARGEST_BLOCK_BYTES)
     elif marker == b"z":  # zlib, which the first journals of this format used
         body = zlib.decompress(body)
     elif marker != b"-":
