@@ -3,7 +3,8 @@ correlator's commands (`correlate --journal`, `--once`, `incident list|show`).
 
 Each host's agent runs in this process (the agent of the unit, built from its configuration)
 over that host's folder of `fixtures/collective/first-error-not-timeout`, until its journal holds
-every collective event that `scan`'s extractor finds in the same files, and is stopped.
+every collective event and process document that `scan`'s extractor finds in the same files
+(and, when asked, until they are in the search engine), and is stopped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock, parse_bytes
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent
+from npuwatch.parsers.hccl.shipped import process_document_id
 from tests.agent.harness import wait_until
 from tests.conftest import REPO
 
@@ -27,14 +29,17 @@ COLLECTION = REPO / "fixtures" / "collective" / "first-error-not-timeout"
 HOSTS = ("host-a", "host-b")
 
 
-def agent_config(work: Path, host: str, sinks: str = "") -> str:
+def agent_config(work: Path, host: str, sinks: str = "", roots: Path | None = None) -> str:
+    """A test agent's configuration: `host`'s state under `work`, its logs under `roots` (by
+    default its folder of the collection), `sinks` added as they are."""
+    logs = roots if roots is not None else COLLECTION / host / "ascend" / "log"
     return f"""
 [agent]
 host_name = "{host}"
 state_directory = "{work / host / "state"}"
 timezone = "UTC"
 [sources]
-roots = ["{COLLECTION / host / "ascend" / "log"}"]
+roots = ["{logs}"]
 rescan_interval = "300ms"
 idle_flush = "300ms"
 [journal]
@@ -48,15 +53,28 @@ enabled = false
 """
 
 
-def events_scan_finds(host: str) -> int:
-    """The collective events of `host`'s files, as `scan` extracts them."""
-    found = 0
+def scan_finds(host: str) -> tuple[int, int]:
+    """What `scan`'s extractor finds in `host`'s files: its collective events, and the process
+    documents an agent makes of its facts (one per process and communicator) and its heartbeat."""
+    events = 0
+    documents: set[str] = set()
     for path in sorted((COLLECTION / host).rglob("*.log")):
         records = parse_bytes(path.read_bytes(), LocalClock(timezone.utc), str(path), host)
         extractor = CollectiveExtractor()
-        items = extractor.feed(records) + extractor.finish()
-        found += sum(isinstance(item, CollectiveEvent) for item in items)
-    return found
+        for item in extractor.feed(records) + extractor.finish():
+            if isinstance(item, CollectiveEvent):
+                events += 1
+            elif item.name != "heard":
+                documents.add(process_document_id(host, item.process.pid, item.communicator))
+    return events, len(documents) + 1
+
+
+def journaled_states(state: Path) -> int:
+    """The process documents and heartbeat an agent journaled."""
+    if not (state / "journal").is_dir():
+        return 0
+    with JournalReader(state / "journal") as reader:
+        return len(reader.latest_states())
 
 
 def collective_rows(state: Path) -> set[str]:
@@ -92,13 +110,17 @@ def _journal_host(
     agent = Agent(build(load_config(path, {}), {}), SelfMetrics())
     agent.start()
     state = work / host / "state"
-    expected = events_scan_finds(host)
+    events, documents = scan_finds(host)
     try:
         assert agent.wait_started(10)
-        wait_until(lambda: len(collective_rows(state)) >= expected, wait_s)
+        wait_until(
+            lambda: len(collective_rows(state)) >= events and journaled_states(state) >= documents,
+            wait_s,
+        )
         if shipped is not None:
             wait_until(lambda: shipped(host, state), wait_s)
     finally:
         assert agent.stop(timeout=30)
-    assert len(collective_rows(state)) == expected > 0
+    assert len(collective_rows(state)) == events > 0
+    assert journaled_states(state) == documents
     return state

@@ -17,9 +17,9 @@ from npuwatch.parsers.hccl.model import Fact, ProcessKey
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM, Heartbeat, ProcessFacts
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
-from npuwatch.sinks.search.streams import INGESTED_PIPELINE, state_index, state_template_name
-from npuwatch.sinks.search.templates import ingested_pipeline, state_template
+from npuwatch.sinks.search.streams import state_index
 from tests.opensearch_node.launcher import RunningNode
+from tests.sinks.search.conftest import install_template
 
 pytestmark = pytest.mark.integration
 
@@ -31,8 +31,7 @@ DAY_S = 86400.0
 @pytest.fixture
 def engine(node: RunningNode) -> Iterator[SearchEngine]:
     made = connect(Connection("opensearch", (node.url,)))
-    made.put_pipeline(INGESTED_PIPELINE, ingested_pipeline())
-    made.put_index_template(state_template_name(NAMESPACE), state_template(NAMESPACE, replicas=0))
+    install_template(made, NAMESPACE)
     try:
         yield made
     finally:

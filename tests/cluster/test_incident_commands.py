@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.journal.reader import JournalReader
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.streams import events_stream, state_index
-from tests.cluster.fixture_hosts import COLLECTION, collective_rows, journal_hosts
+from tests.cluster.fixture_hosts import (
+    COLLECTION,
+    collective_rows,
+    journal_hosts,
+    journaled_states,
+)
 from tests.npuwatch_command import run_npuwatch
 from tests.opensearch_node.launcher import RunningNode
 
@@ -43,8 +47,7 @@ def shipped(
     engine = connect(Connection("opensearch", (node.url,)))
 
     def in_the_engine(host: str, state: Path) -> bool:
-        with JournalReader(state / "journal") as reader:
-            states = len(reader.latest_states())  # its process documents and its heartbeat
+        states = journaled_states(state)  # its process documents and its heartbeat
         topology = state_index(TOPOLOGY_STREAM, NAMESPACE)
         on_host = {"term": {"host.name": host}}
         events = {"bool": {"filter": [on_host, {"exists": {"field": "ascend.collective.kind"}}]}}

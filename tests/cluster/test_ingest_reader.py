@@ -13,9 +13,9 @@ import pytest
 from npuwatch.cluster.reader import IngestReader
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
-from npuwatch.sinks.search.streams import INGESTED_PIPELINE, state_index, state_template_name
-from npuwatch.sinks.search.templates import ingested_pipeline, state_template
+from npuwatch.sinks.search.streams import state_index
 from tests.opensearch_node.launcher import RunningNode
+from tests.sinks.search.conftest import install_template
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +40,7 @@ class Recording:
 @pytest.fixture
 def engine(node: RunningNode) -> Iterator[SearchEngine]:
     made = connect(Connection("opensearch", (node.url,)))
-    made.put_pipeline(INGESTED_PIPELINE, ingested_pipeline())
-    made.put_index_template(state_template_name("reads"), state_template("reads", replicas=0))
+    install_template(made, "reads")
     try:
         yield made
     finally:

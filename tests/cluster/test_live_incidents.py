@@ -27,11 +27,11 @@ from npuwatch.agent.runtime import Agent
 from npuwatch.agent.topology import build
 from npuwatch.cli import main
 from npuwatch.config import Config
-from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
 from tests.agent.harness import wait_until
+from tests.cluster.fixture_hosts import agent_config, collective_rows
 from tests.cluster.live_job import HOSTS, ROOT_RANK, LiveJob
 from tests.npuwatch_command import clean_environment
 from tests.opensearch_node.launcher import RunningNode, start_node
@@ -45,24 +45,8 @@ WAIT_S = 90.0
 def config_text(
     work: Path, host: str, url: str, namespace: str, flavour: str = "opensearch"
 ) -> str:
-    return f"""
-[agent]
-host_name = "{host}"
-state_directory = "{work / host / "state"}"
-timezone = "UTC"
-[sources]
-roots = ["{work / host / "ascend" / "log"}"]
-rescan_interval = "300ms"
-idle_flush = "500ms"
-[journal]
-commit_interval = "50ms"
-sync = "normal"
-[devices]
-enabled = false
-[collective]
+    sinks = f"""[collective]
 heartbeat_interval = "1s"
-[sinks.prometheus]
-enabled = false
 [sinks.elasticsearch]
 enabled = true
 flavour = "{flavour}"
@@ -74,6 +58,7 @@ poll_interval = "500ms"
 overlap = "30s"
 listen = "127.0.0.1:0"
 """
+    return agent_config(work, host, sinks, roots=work / host / "ascend" / "log")
 
 
 class Cluster:
@@ -186,17 +171,6 @@ def incident_where(
 
 def places(items: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
     return [(p["host"], p["device"], p["rank"]) for p in items]
-
-
-def collective_rows(state: Path) -> set[str]:
-    """The ids of the collective events an agent journaled."""
-    ids: set[str] = set()
-    with JournalReader(state / "journal") as reader:
-        position = Position()
-        while rows := reader.event_rows_after(position, 512):
-            ids.update(id_ for _, id_, document in rows if '"collective"' in document)
-            position = rows[-1][0]
-    return ids
 
 
 def test_the_incident_names_the_failed_device_provisional_then_final_and_is_written_once(

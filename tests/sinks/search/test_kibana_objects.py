@@ -26,25 +26,19 @@ from npuwatch.parsers.npu_smi import parse_npu_smi
 from npuwatch.parsers.telemetry import DEVICE_KIND
 from npuwatch.sinks.search.engine import SearchEngine
 from npuwatch.sinks.search.streams import (
-    INGESTED_PIPELINE,
     STATE_INDICES,
     all_streams,
-    events_template_name,
     state_index,
-    state_template_name,
-    template_name,
 )
 from npuwatch.sinks.search.templates import (
-    events_template,
     index_template,
-    ingested_pipeline,
-    state_template,
 )
 from npuwatch.vocabulary import ERROR_LEVELS
 from tests.agent.telemetry_agent import SAMPLE, journal_telemetry
 from tests.npu_smi_samples import load_doc_samples
 from tests.sinks.search.conftest import (
     Journaled,
+    install_template,
     journal_levels,
     make_shipper,
     ship_all,
@@ -337,7 +331,7 @@ def setup_default(engine: SearchEngine) -> Iterator[None]:
     its process documents and heartbeats too, which go to the plain topology index (a
     data-stream template alone refuses them). The plain indices go afterwards, as the `engine`
     fixture's data streams do."""
-    install_everything(engine, "default")
+    install_template(engine, "default")
     yield
     engine.client.indices.delete(index=plain_indices("default"), ignore=[404])
 
@@ -411,18 +405,6 @@ def test_npu_health_not_ok_finds_every_reading_of_the_warned_chip(
 # --- the incidents, as the correlator writes them --------------------------------------------
 
 
-def install_everything(engine: SearchEngine, namespace: str) -> None:
-    """What `npuwatch es setup --replicas 0` installs, lifecycle aside."""
-    engine.put_pipeline(INGESTED_PIPELINE, ingested_pipeline())
-    engine.put_index_template(
-        template_name(namespace), index_template(namespace, "opensearch", replicas=0)
-    )
-    engine.put_index_template(
-        events_template_name(namespace), events_template(namespace, "opensearch", replicas=0)
-    )
-    engine.put_index_template(state_template_name(namespace), state_template(namespace, 0))
-
-
 def mapping_of(engine: SearchEngine, index: str) -> dict[str, dict[str, Any]]:
     """Every leaf the engine has mapped in `index`, and the objects it keeps unindexed."""
     (found,) = engine.client.indices.get_mapping(index=index).values()
@@ -447,7 +429,7 @@ def test_open_incidents_finds_exactly_the_open_incidents_the_correlator_wrote(
     closed one."""
     namespace = INCIDENT_NAMESPACE
     incidents = state_index("incidents", namespace)
-    install_everything(engine, namespace)
+    install_template(engine, namespace)
     try:
         shipper, _, dead = make_shipper(engine, hccl_journal.directory, tmp_path, namespace)
         ship_all(shipper)
