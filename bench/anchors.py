@@ -15,7 +15,11 @@ interleaved rounds (min and median of --rounds), each figure beside its referenc
                 `rg PATTERN TREE` (and `rg -j1`, one thread) over the raw files, warm cache, wall
                 time of the whole command;
   grep regex    the same with a regular expression;
-  journal size  the journal's bytes on disk against the logs'.
+  journal size  the journal's bytes on disk against the logs', and what holds them (SQLite's
+                dbstat: blocks, the notable-record index, events);
+  events read   reading every event back as shipping does (the context put back from the blocks,
+                journal/event_context.py), CPU, against `json.loads` of the same documents (what
+                shipping does with each next).
 
 rg is used when it is on PATH. The other anchors of the performance issue have their own
 benchmarks: the agent's flood (bench/agent_bench.py), shipping (bench/ship_bench.py).
@@ -24,18 +28,22 @@ benchmarks: the agent's flood (bench/agent_bench.py), shipping (bench/ship_bench
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grep_bench import journal_with_agent
+from npuwatch.journal.reader import JournalReader, Position
 from parse_bench import run_scan
 from real_tree import write_tree
 
@@ -96,6 +104,41 @@ def reference_scan(tree: Path) -> float:
     return time.process_time() - started
 
 
+def table_bytes(journal: Path) -> dict[str, int]:
+    """Bytes on disk per table of the journal's segments, its indexes counted with it."""
+    owners = {"notable_by_level": "notable", "notable_by_time": "notable",
+              "notable_codes": "notable", "notable_codes_by_code": "notable",
+              "sqlite_autoindex_events_1": "events", "blocks_by_last": "blocks"}  # fmt: skip
+    found: dict[str, int] = {}
+    for path in sorted(journal.glob("segment-*.db")):
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            try:
+                rows = db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall()
+            except sqlite3.OperationalError:  # an SQLite built without the dbstat table
+                return {}
+        for name, size in rows:
+            owner = owners.get(name, name)
+            found[owner] = found.get(owner, 0) + int(size)
+    return found
+
+
+def read_events(journal: Path) -> tuple[int, float, float]:
+    """Events in the journal, CPU seconds to read them all back whole, and CPU seconds of
+    `json.loads` of the same documents."""
+    documents: list[str] = []
+    started = time.process_time()
+    with JournalReader(journal) as reader:
+        position = Position()
+        while page := reader.event_rows_after(position, 256):
+            documents.extend(document for _, _, document in page)
+            position = page[-1][0]
+    read = time.process_time() - started
+    started = time.process_time()
+    for document in documents:
+        json.loads(document)
+    return len(documents), read, time.process_time() - started
+
+
 def wall(command: list[str]) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -133,6 +176,10 @@ def main() -> None:
                     figures.add(f"rg {name}{' ' + threads if threads else ''}", seconds)
                     found[f"rg {name}"] = matches(output)
 
+    for _ in range(args.rounds):
+        events, read, loads = read_events(journal)
+        figures.add("events read", read)
+        figures.add("events loads", loads)
     journal_size = sum(p.stat().st_size for p in journal.glob("segment-*"))
     print(f"{lines:,} lines, {size / 1e6:.0f} MB; min–median of {args.rounds} rounds")
     scan, loop = figures.best("scan"), figures.best("reference loop")
@@ -156,6 +203,13 @@ def main() -> None:
     print(
         f"journal: {journal_size / 1e6:.0f} MB for {size / 1e6:.0f} MB of logs: "
         f"{journal_size / size:.2f}× (target ≤ 0.35×)"
+    )
+    tables = sorted(table_bytes(journal).items(), key=lambda item: -item[1])
+    print("  " + ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in tables if size > 1e5))
+    read, loads = figures.best("events read"), figures.best("events loads")
+    print(
+        f"events read back whole: {events:,} in {figures.span('events read')} CPU "
+        f"({events / read:,.0f} a CPU-second); json.loads of them {figures.span('events loads')}"
     )
 
 

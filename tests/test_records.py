@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from npuwatch.records import Flag, LogRecord, Record, format_timestamp, json_schema
+from npuwatch.record_schema import LogRecord, json_schema
+from npuwatch.records import Flag, Record, format_timestamp
 from tests.conftest import parse_one
 
 

@@ -20,7 +20,8 @@ from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.profiling import find_profile_runs, load_profiles, operator_table
 from npuwatch.parsers.telemetry import PROFILING_KIND
-from npuwatch.records import LogRecord, Record
+from npuwatch.record_schema import LogRecord
+from npuwatch.records import Record
 from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
 from tests.conftest import FIXTURES
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
+from npuwatch.agent.journal_stage import JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
 from npuwatch.collector.identity import FileIdentity
 from npuwatch.collector.tailed_file import ReadBatch
+from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.parsers.timestamps import resolve_timezone
@@ -57,7 +62,19 @@ class Files:
         )
 
 
-def context_before_the_error(context_files: int) -> list[str]:
+def read_back(works: list[JournalWork], directory: Path) -> list[dict[str, Any]]:
+    """The events of `works` as the journal gives them back, after the journal thread's batch
+    of them is committed (the journal keeps an event's context as a reference to the blocks)."""
+    journal = Journal(directory)
+    journal.open()
+    stage = JournalStage(journal, ByteQueue(1), SelfMetrics(), JournalTiming(), "UTC")
+    journal.commit(stage.build_batch(works))
+    journal.close()
+    with JournalReader(directory) as reader:
+        return [json.loads(doc) for _, _, doc in reader.event_rows_after(Position(), 1000)]
+
+
+def context_before_the_error(context_files: int, directory: Path) -> list[str]:
     """Three files write; then the first one logs a coded error. The lines its event lists as
     context before."""
     engine = RuleEngine(load_rules(default_locations()))
@@ -79,28 +96,34 @@ def context_before_the_error(context_files: int) -> list[str]:
     stage.start()
     stage.thread.join(30)
     assert not stage.thread.is_alive()
-    documents = []
+    works = []
     while (item := outbox.get(timeout=0)) is not None and item is not END:
         if isinstance(item, JournalWork):
-            documents.extend(json.loads(row.document) for row in item.events)
+            works.append(item)
+    documents = read_back(works, directory)
     triggered = [d for d in documents if "EE9999" in d["message"]]
     assert triggered, [d["rule"]["id"] for d in documents]
     before: list[str] = triggered[0]["ascend"]["finding"]["context"]["before"]
     return before
 
 
-def test_a_file_among_the_most_recent_keeps_its_context_before() -> None:
-    before = context_before_the_error(context_files=3)
+def test_a_file_among_the_most_recent_keeps_its_context_before(tmp_path: Path) -> None:
+    before = context_before_the_error(context_files=3, directory=tmp_path)
     assert [text for text in before if "step" in text] == [
         line(100, second, "INFO", f"step {second} done") for second in range(3)
     ]
 
 
-def test_a_file_quiet_while_more_files_wrote_than_the_bound_loses_its_context_before() -> None:
-    assert not [text for text in context_before_the_error(context_files=2) if "step" in text]
+def test_a_file_quiet_while_more_files_wrote_than_the_bound_loses_its_context_before(
+    tmp_path: Path,
+) -> None:
+    before = context_before_the_error(context_files=2, directory=tmp_path)
+    assert not [text for text in before if "step" in text]
 
 
-def test_an_event_whose_file_goes_quiet_is_journaled_without_waiting_for_more_records() -> None:
+def test_an_event_whose_file_goes_quiet_is_journaled_without_waiting_for_more_records(
+    tmp_path: Path,
+) -> None:
     """A rank's last error, followed by two lines before its process died: the event does not
     wait forever for the five records of context after it."""
     engine = RuleEngine(load_rules(default_locations()))
@@ -116,15 +139,16 @@ def test_an_event_whose_file_goes_quiet_is_journaled_without_waiting_for_more_re
     batch = Files().batch(100, lines)
     inbox.put(batch, batch.bytes_read, stop)
     stage.start()
-    found: list[str] = []
+    works: list[JournalWork] = []
     deadline = time.monotonic() + 10
-    while not found and time.monotonic() < deadline:
+    while not any(w.events for w in works) and time.monotonic() < deadline:
         item = outbox.get(timeout=0.2)
         if isinstance(item, JournalWork):
-            found.extend(row.document for row in item.events if "EE9999" in row.document)
+            works.append(item)
     stop.set()
     inbox.put_always(END)
     stage.thread.join(10)
+    found = [d for d in read_back(works, tmp_path) if "EE9999" in d["message"]]
     assert found, "the event waited for records that never came"
-    after = json.loads(found[0])["ascend"]["finding"]["context"]["after"]
+    after = found[0]["ascend"]["finding"]["context"]["after"]
     assert after == lines[1:]

@@ -21,7 +21,8 @@ from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.npu_smi import parse_npu_smi
 from npuwatch.parsers.telemetry import DEVICE_KIND, device_records
-from npuwatch.records import LogRecord, Record
+from npuwatch.record_schema import LogRecord
+from npuwatch.records import Record
 from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples, table_only
 

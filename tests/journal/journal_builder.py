@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -111,6 +112,12 @@ def _default_rules() -> RuleSet:
 
 def rule_events(files: Sequence[LogFile]) -> list[EventRow]:
     """The events the shipped rules raise on `files` (each file a stream), as journal rows."""
+    return rule_events_made(files)[0]
+
+
+def rule_events_made(files: Sequence[LogFile]) -> tuple[list[EventRow], dict[str, str]]:
+    """`rule_events`, and the documents the rules made, by event id: what reading an event
+    back gives (the journal keeps the context as a reference to the records)."""
     engine = RuleEngine(_default_rules())
     keys: dict[SourceInfo | None, str] = {}
     for log in files:
@@ -118,7 +125,12 @@ def rule_events(files: Sequence[LogFile]) -> list[EventRow]:
         keys[log.records[0].source] = log.key
         engine.process(log.records, stream)
         stream.close()
-    return [event_row(event, keys.get(event.source)) for event in engine.flush()]
+    rows, made = [], {}
+    for event in engine.flush():
+        row = event_row(event, keys.get(event.source))
+        rows.append(row)
+        made[row.id] = json.dumps(event.to_document(), ensure_ascii=False, separators=(",", ":"))
+    return rows, made
 
 
 def cut(
@@ -141,6 +153,8 @@ class JournalContents:
     events: list[EventRow]
     segments: list[int] = field(default_factory=list)
     """The sequence numbers of the segments written, in order."""
+    made: dict[str, str] = field(default_factory=dict)
+    """The documents the rules made, by event id (of the shipped rules' events)."""
 
 
 def commit_batches(
@@ -191,9 +205,9 @@ def write_journal(
 ) -> JournalContents:
     """Journal `files` in `runs` commits spread evenly over `segments` segments, with the
     events of the shipped rules (or `events`)."""
-    rows = rule_events(files) if events is None else list(events)
+    rows, made = rule_events_made(files) if events is None else (list(events), {})
     batches = commit_batches(files, runs, rows, rng)
-    contents = JournalContents(list(files), rows)
+    contents = JournalContents(list(files), rows, made=made)
     for index in range(segments):
         share = batches[len(batches) * index // segments : len(batches) * (index + 1) // segments]
         if share:

@@ -7,7 +7,8 @@ from contextlib import closing
 from pathlib import Path
 
 from npuwatch.journal.context import ContextReader
-from npuwatch.journal.query import Hit, Question, search
+from npuwatch.journal.query import search
+from npuwatch.journal.question import Hit, Question
 from npuwatch.journal.rows import StoredRecord
 from tests.journal.journal_builder import LogFile, cann_line, epoch_us, write_journal
 

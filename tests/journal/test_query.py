@@ -25,7 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npuwatch.journal.block import decode_block
-from npuwatch.journal.query import Question, search, search_events
+from npuwatch.journal.event_search import search_events
+from npuwatch.journal.query import search
+from npuwatch.journal.question import Question
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import CommitBatch, list_segments
@@ -478,8 +480,9 @@ def documents(directory: Path, question: Question) -> list[str]:
     ]
 
 
-def journaled(rows: list[EventRow]) -> list[str]:
-    return [json.dumps(json.loads(row.document), sort_keys=True) for row in rows]
+def made(rows: list[EventRow], contents: JournalContents) -> list[str]:
+    """The documents the rules made for `rows`, as canonical JSON texts."""
+    return [json.dumps(json.loads(contents.made[row.id]), sort_keys=True) for row in rows]
 
 
 def within(moment: int | None, since: int | None, until: int | None) -> bool:
@@ -489,7 +492,8 @@ def within(moment: int | None, since: int | None, until: int | None) -> bool:
     return (since is None or moment >= since) and (until is None or moment <= until)
 
 
-def matching_rows(rows: list[EventRow], question: Question) -> list[EventRow]:
+def matching_rows(contents: JournalContents, question: Question) -> list[EventRow]:
+    rows, documents = contents.events, contents.made
     return [
         row
         for row in rows
@@ -502,7 +506,7 @@ def matching_rows(rows: list[EventRow], question: Question) -> list[EventRow]:
         and (question.device is None or row.device == question.device)
         and (question.host is None or row.host == question.host)
         and (question.pid is None or row.pid == question.pid)
-        and (question.pattern is None or question.pattern.search(row.document) is not None)
+        and (question.pattern is None or question.pattern.search(documents[row.id]) is not None)
     ]
 
 
@@ -525,9 +529,9 @@ EVENT_QUESTIONS = {
 def test_search_events_finds_the_journaled_events_that_match(
     corpus: Corpus, question: Question
 ) -> None:
-    wanted = matching_rows(corpus.contents.events, question)
+    wanted = matching_rows(corpus.contents, question)
     assert wanted, "the question should have answers in the generated journal"
-    assert sorted(documents(corpus.directory, question)) == sorted(journaled(wanted))
+    assert sorted(documents(corpus.directory, question)) == sorted(made(wanted, corpus.contents))
 
 
 def test_an_event_journaled_in_two_segments_is_found_once(tmp_path: Path) -> None:
@@ -548,4 +552,4 @@ def test_an_event_journaled_in_two_segments_is_found_once(tmp_path: Path) -> Non
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             rows_on_disk += db.execute("SELECT count(*) FROM events").fetchone()[0]
     assert rows_on_disk == len(rows) + 2
-    assert sorted(documents(tmp_path, Question())) == sorted(journaled(rows))
+    assert sorted(documents(tmp_path, Question())) == sorted(made(rows, contents))

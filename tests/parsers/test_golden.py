@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.records import LogRecord
+from npuwatch.record_schema import LogRecord
 from tests.conftest import GOLDEN, parse
 
 CASES = sorted(GOLDEN.glob("*.log"))

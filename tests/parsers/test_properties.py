@@ -12,7 +12,8 @@ from npuwatch.parsers import ParseLimits, StreamParser, parse_bytes
 from npuwatch.parsers.decoding import decode_line
 from npuwatch.parsers.first_pass import NATIVE, scan_chunk, scan_chunk_python
 from npuwatch.parsers.slog import SlogRecord
-from npuwatch.records import LogRecord, SourceInfo
+from npuwatch.record_schema import LogRecord
+from npuwatch.records import SourceInfo
 from tests.conftest import utc_clock
 
 # Fragments of real formats, so that random input reaches deep into the parsers.

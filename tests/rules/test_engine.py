@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from npuwatch.parsers import StreamParser
-from npuwatch.records import LogRecord, Record
+from npuwatch.record_schema import LogRecord
+from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import DEFAULT_PACKS, RuleSet, load_rules
 from tests.conftest import utc_clock

@@ -9,7 +9,6 @@ between `replay_from` and the offset are given to the rules, not journaled again
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -22,6 +21,7 @@ from npuwatch.agent.collective_stage import CollectiveWatch
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone
+from npuwatch.journal.event_context import stored_document
 from npuwatch.journal.segment import Checkpoint, EventRow, StateRow
 from npuwatch.metrics import SelfMetrics
 from npuwatch.records import Record, SourceInfo
@@ -71,7 +71,9 @@ def event_row(event: Event, file_key: str | None) -> EventRow:
         offset=trigger.offset,
         pid=trigger.pid,
         count=event.count,
-        document=json.dumps(event.to_document(), ensure_ascii=False, separators=(",", ":")),
+        document=stored_document(
+            event.to_document(), file_key, (trigger.offset, trigger.original), event.context_span
+        ),
     )
 
 

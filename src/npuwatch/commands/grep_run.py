@@ -3,9 +3,10 @@
 This module is on the fast path of a command that is timed against `rg`, where most of the time
 is the interpreter starting (docs/adr/0002-grep-start-up.md): what it imports at the top is the
 journal's index plan and the lightest of the standard library. The rest is imported where it is
-needed: the block codecs for -C, the record schema and the parser for --json, json for --events,
-zoneinfo for --timezone, the configuration (pydantic) only when no --journal is given, and
-the baseline archive's search (baseline_grep) only for --baseline.
+needed: the block codecs for -C and for --events (an event's context is read from the blocks),
+the record schema and the parser for --json, json for --events, zoneinfo for --timezone, the
+configuration (pydantic) only when no --journal is given, and the baseline archive's search
+(baseline_grep) only for --baseline.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.journal.layout import segment_files
-from npuwatch.journal.query import Directory, Hit, Question, search, search_events
+from npuwatch.journal.query import search
+from npuwatch.journal.question import Directory, Hit, Question
 from npuwatch.journal.rows import StoredRecord
 from npuwatch.quantities import parse_duration
 from npuwatch.terminal import Palette, wants_colour
@@ -136,6 +138,8 @@ def run_grep(args: argparse.Namespace) -> int:
         )
     out = sys.stdout
     if args.events:
+        from npuwatch.journal.event_search import search_events  # noqa: PLC0415 - see the docstring
+
         return _print_events(search_events(directory, question), args, out)
     hits = search(directory, question)
     if args.max_count is not None:

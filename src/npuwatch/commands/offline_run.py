@@ -17,7 +17,7 @@ from npuwatch.collector.files import line_chunks, read_chunks, year_reference_us
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, error, fail
 from npuwatch.commands.rules_run import load_rules_or_fail
 from npuwatch.parsers import LocalClock, iter_records, resolve_timezone
-from npuwatch.records import Record, json_schema
+from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.sinks.console import TableFormatter, to_json_line
 from npuwatch.terminal import Palette, ProgressLine, wants_colour
@@ -114,6 +114,8 @@ def run_scan(args: argparse.Namespace) -> int:
 
 
 def run_schema(args: argparse.Namespace) -> int:
+    from npuwatch.record_schema import json_schema  # noqa: PLC0415 - pydantic, only here
+
     json.dump(json_schema(), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return EXIT_OK

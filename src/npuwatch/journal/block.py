@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate, repeat
 from itertools import compress as pick  # `compress` is encode_block's parameter
-from operator import add, and_, attrgetter, or_
+from operator import add, and_, attrgetter, lt, or_
 from typing import TYPE_CHECKING
 
 import zstandard
@@ -209,7 +209,7 @@ class BlockFormatError(ValueError):
 
 def decode_block(payload: bytes) -> list[StoredRecord]:
     """The records of a block, in their order."""
-    columns = _read_columns(payload)
+    columns = read_columns(payload)
     return [columns.record(index) for index in range(columns.count)]
 
 
@@ -219,7 +219,7 @@ def decode_matching(payload: bytes, text_has: re.Pattern[str]) -> list[tuple[int
     the records where a match starts are built. After a match, the search goes on at the start
     of the next record, so that a match running across a newline cannot hide one in the record
     after it; the caller tests each record on its own (a match across records is no match)."""
-    columns = _read_columns(payload)
+    columns = read_columns(payload)
     found: list[tuple[int, StoredRecord]] = []
     text = columns.text
     search = text_has.search
@@ -233,7 +233,7 @@ def decode_matching(payload: bytes, text_has: re.Pattern[str]) -> list[tuple[int
 
 
 @dataclass
-class _Columns:
+class BlockColumns:
     """A block's columns, decoded; records are built from them one at a time."""
 
     count: int
@@ -255,6 +255,30 @@ class _Columns:
         made only for a block whose records are built (most blocks a pattern passes over)."""
         return [0, *accumulate(map(add, self.lengths, repeat(1, len(self.lengths))))]
 
+    def original(self, index: int) -> str:
+        start = self.starts[index]
+        return self.text[start : start + self.lengths[index]]
+
+    def originals(self, start: int, stop: int) -> list[str]:
+        """The texts of records `start` to `stop` (not included), without building records."""
+        text, starts, lengths = self.text, self.starts, self.lengths
+        return [text[starts[i] : starts[i] + lengths[i]] for i in range(start, stop)]
+
+    def positions_of(self, offset: int) -> list[int]:
+        """The records that start at `offset` in their file, the last first (a file truncated
+        and written again repeats offsets; the later record is the newer one)."""
+        offsets = self.offsets
+        if self.ascending:
+            index = bisect_right(offsets, offset) - 1
+            return [index] if index >= 0 and offsets[index] == offset else []
+        return [i for i in range(self.count - 1, -1, -1) if offsets[i] == offset]
+
+    @cached_property
+    def ascending(self) -> bool:
+        """Whether the offsets only grow (not so in a block where the file was truncated)."""
+        offsets = self.offsets
+        return all(map(lt, offsets, offsets[1:]))
+
     def record(self, index: int) -> StoredRecord:
         time = self.times[index]
         offset = self.offsets[index]
@@ -274,7 +298,7 @@ class _Columns:
         )
 
 
-def _read_columns(payload: bytes) -> _Columns:
+def read_columns(payload: bytes) -> BlockColumns:
     try:
         return _columns(payload)
     except (
@@ -289,7 +313,7 @@ def _read_columns(payload: bytes) -> _Columns:
         raise BlockFormatError(f"unreadable block: {error}") from error
 
 
-def _columns(payload: bytes) -> _Columns:
+def _columns(payload: bytes) -> BlockColumns:
     marker, body = payload[:1], payload[1:]
     if marker == b"s":
         # A damaged frame header can claim any size; decompress would try to allocate it.
@@ -338,7 +362,7 @@ def _columns(payload: bytes) -> _Columns:
         raise TypeError("the block's dictionary is not a list")
     if count and (max(level_index) >= len(names) or max(logger_index) >= len(names)):
         raise IndexError("a level or module outside the block's dictionary")
-    return _Columns(
+    return BlockColumns(
         count,
         times,
         offsets,

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 
 from npuwatch.journal.block import decode_block, decode_matching
-from npuwatch.journal.query import Hit, Question, ReadOnlySegment, Where
+from npuwatch.journal.question import Hit, Question, ReadOnlySegment, Where
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.journal.segment import BLOCK_COLUMNS, block_from_row
 

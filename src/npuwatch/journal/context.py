@@ -1,31 +1,41 @@
-"""The records around a match, from the same file, across block boundaries (`grep -C`)."""
+"""The records around a match, from the same file, across block boundaries (`grep -C`, and the
+context of an event the journal keeps as a span of offsets: journal/event_context.py)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
 from pathlib import Path
+from typing import NamedTuple
+from zlib import crc32
 
-from npuwatch.journal.block import decode_block
+from npuwatch.journal.block import BlockColumns, read_columns
 from npuwatch.journal.layout import segment_file_name, segment_files
-from npuwatch.journal.query import Directory, Hit
+from npuwatch.journal.question import Directory, Hit
 from npuwatch.journal.rows import StoredRecord
 from npuwatch.journal.segment import BLOCK_COLUMNS, Segment, block_from_row
 
 _CACHED_BLOCKS = 8
-_SEGMENTS_AWAY = 3
+"""Blocks kept decoded (their columns and text, a few MiB each; records are built on demand)."""
+SEGMENTS_AWAY = 3
 """How many segments away the neighbours of a hit are looked for: a file quiet for longer than
 that many segments took has no context worth printing there."""
+
+
+Place = tuple[int, int, int]
+"""A record in the journal: segment sequence, block id, position in the block."""
 
 
 class ContextReader:
     """Reads the neighbours of hits; keeps the last few blocks decoded."""
 
-    def __init__(self, directory: Directory) -> None:
+    def __init__(self, directory: Directory, cached_blocks: int = _CACHED_BLOCKS) -> None:
         self.directory = directory
+        self._cached_blocks = cached_blocks
         self._segments: dict[int, Segment] = {}
         self._sequences: list[int] | None = None
-        self._blocks: OrderedDict[tuple[int, int], tuple[str, list[StoredRecord]]] = OrderedDict()
+        self._blocks: OrderedDict[tuple[int, int], tuple[str, BlockColumns]] = OrderedDict()
+        self._block_spans: dict[tuple[int, str], list[tuple[int, int, int, int]]] = {}
 
     def close(self) -> None:
         for segment in self._segments.values():
@@ -36,28 +46,91 @@ class ContextReader:
         self, hit: Hit, before: int, after: int
     ) -> tuple[list[StoredRecord], list[StoredRecord]]:
         """Up to `before` records before the hit and `after` records after it."""
-        file_key, records = self._block(hit.segment, hit.block_id)
-        earlier = records[max(hit.position - before, 0) : hit.position]
-        later = records[hit.position + 1 : hit.position + 1 + after]
-        where = (hit.segment, hit.block_id)
-        while len(earlier) < before:
-            found = self._neighbour(where, file_key, "<")
-            if found is None:
-                break
+        place = (hit.segment, hit.block_id, hit.position)
+        earlier, later = self.runs_around(place, before, after)
+        return _records(earlier), _records(later)
+
+    def runs_around(self, place: Place, before: int, after: int) -> tuple[list[Run], list[Run]]:
+        """Up to `before` records before `place` and `after` after it, as runs of consecutive
+        records in a block: the caller builds what it needs (records, or only their text)."""
+        sequence, block_id, position = place
+        file_key, columns = self._block(sequence, block_id)
+        earlier = [Run(columns, max(position - before, 0), position)]
+        later = [Run(columns, position + 1, min(position + 1 + after, columns.count))]
+        missing = before - len(earlier[0])
+        where = (sequence, block_id)
+        while missing > 0 and (found := self._neighbour(where, file_key, "<")) is not None:
             where, more = found
-            earlier = more[max(len(more) - (before - len(earlier)), 0) :] + earlier
-        where = (hit.segment, hit.block_id)
-        while len(later) < after:
-            found = self._neighbour(where, file_key, ">")
-            if found is None:
-                break
+            run = Run(more, max(more.count - missing, 0), more.count)
+            earlier.insert(0, run)
+            missing -= len(run)
+        missing = after - len(later[0])
+        where = (sequence, block_id)
+        while missing > 0 and (found := self._neighbour(where, file_key, ">")) is not None:
             where, more = found
-            later = later + more[: after - len(later)]
+            run = Run(more, 0, min(missing, more.count))
+            later.append(run)
+            missing -= len(run)
         return earlier, later
 
     def record(self, hit: Hit) -> StoredRecord:
         """The hit's record as its block holds it (a hit from the index has fewer fields)."""
-        return self._block(hit.segment, hit.block_id)[1][hit.position]
+        return self._block(hit.segment, hit.block_id)[1].record(hit.position)
+
+    def locate(
+        self, sequence: int, file_key: str, offset: int, text_check: int | None = None
+    ) -> Place | None:
+        """The newest record of `file_key` that starts at `offset` (and whose text has the
+        CRC-32 `text_check`, when given), in segment `sequence` or the few before it (an event
+        is journaled after its trigger, perhaps in a later segment)."""
+        for other in [sequence, *self._segments_from(sequence, "<")]:
+            spans = self._spans(other, file_key)
+            # The blocks whose offsets cover `offset`, newest first; then those in which the
+            # file was truncated and written again (the offsets start over inside them): their
+            # offsets span less than their text, or end before they start.
+            likely = [block_id for block_id, first, end, _ in spans if first <= offset < end]
+            truncated = [
+                block_id
+                for block_id, first, end, text_bytes in spans
+                if end - first < text_bytes and block_id not in likely
+            ]
+            for block_id in likely + truncated:
+                columns = self._block(other, block_id)[1]
+                for position in columns.positions_of(offset):
+                    if text_check is None or text_crc(columns.original(position)) == text_check:
+                        return other, block_id, position
+        return None
+
+    def forget_spans(self) -> None:
+        """Blocks were written since the spans were read (a reader of a journal in use)."""
+        self._block_spans.clear()
+
+    def _spans(self, sequence: int, file_key: str) -> list[tuple[int, int, int, int]]:
+        """(block id, first offset, end offset, bytes of text) of the blocks of `file_key` in a
+        segment, the newest first; read once (until `forget_spans`), not once per record."""
+        key = (sequence, file_key)
+        spans = self._block_spans.get(key)
+        if spans is None:
+            try:
+                rows = self._segment(sequence).query(
+                    "SELECT id, first_offset, end_offset, raw_bytes FROM blocks WHERE file_key = ? "
+                    "AND first_offset IS NOT NULL AND end_offset IS NOT NULL ORDER BY id DESC",
+                    [file_key],
+                )
+            except sqlite3.Error:  # removed by retention meanwhile, or quarantined
+                rows = []
+            spans = [(int(i), int(f), int(e), int(b)) for i, f, e, b in rows]
+            self._block_spans[key] = spans
+        return spans
+
+    def release_before(self, sequence: int) -> None:
+        """Close the segments older than `sequence` (retention may delete them; an open handle
+        would keep their space from being freed)."""
+        for old in [number for number in self._segments if number < sequence]:
+            self._segments.pop(old).close()
+        for key in [key for key in self._blocks if key[0] < sequence]:
+            del self._blocks[key]
+        self._block_spans.clear()
 
     def _segment(self, sequence: int) -> Segment:
         segment = self._segments.get(sequence)
@@ -66,7 +139,7 @@ class ContextReader:
             segment = self._segments[sequence] = Segment(path, sequence, readonly=True)
         return segment
 
-    def _block(self, sequence: int, block_id: int) -> tuple[str, list[StoredRecord]]:
+    def _block(self, sequence: int, block_id: int) -> tuple[str, BlockColumns]:
         key = (sequence, block_id)
         cached = self._blocks.get(key)
         if cached is not None:
@@ -76,15 +149,15 @@ class ContextReader:
             f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id = ?", [block_id]
         )
         block = block_from_row(rows[0])
-        value = (block.source.file_key, decode_block(block.payload))
+        value = (block.source.file_key, read_columns(block.payload))
         self._blocks[key] = value
-        if len(self._blocks) > _CACHED_BLOCKS:
+        if len(self._blocks) > self._cached_blocks:
             self._blocks.popitem(last=False)
         return value
 
     def _neighbour(
         self, where: tuple[int, int], file_key: str, direction: str
-    ) -> tuple[tuple[int, int], list[StoredRecord]] | None:
+    ) -> tuple[tuple[int, int], BlockColumns] | None:
         """The block of the same file next to `where` (segment, block id) in `direction`: in the
         same segment, or in the nearest segment before or after it that has one (a file's
         records continue in the next segment when the journal rolls)."""
@@ -100,12 +173,14 @@ class ContextReader:
         return None
 
     def _segments_from(self, sequence: int, direction: str) -> list[int]:
-        """The segments after (or before) `sequence`, nearest first, at most _SEGMENTS_AWAY."""
-        if self._sequences is None:
-            self._sequences = [number for number, _ in segment_files(self.directory)]
+        """The segments after (or before) `sequence`, nearest first, at most SEGMENTS_AWAY."""
+        known = self._sequences
+        if known is None or sequence not in known or (direction == ">" and sequence == known[-1]):
+            # listed again past the newest segment: a long-lived reader sees the journal roll
+            known = self._sequences = [number for number, _ in segment_files(self.directory)]
         if direction == ">":
-            return [n for n in self._sequences if n > sequence][:_SEGMENTS_AWAY]
-        return [n for n in reversed(self._sequences) if n < sequence][:_SEGMENTS_AWAY]
+            return [n for n in known if n > sequence][:SEGMENTS_AWAY]
+        return [n for n in reversed(known) if n < sequence][:SEGMENTS_AWAY]
 
     def _neighbour_in(
         self, sequence: int, file_key: str, block_id: int, direction: str
@@ -120,3 +195,26 @@ class ContextReader:
         except sqlite3.Error:  # removed by retention meanwhile, or quarantined: no context there
             return None
         return int(rows[0][0]) if rows else None
+
+
+def text_crc(text: str) -> int:
+    """A record's text's CRC-32: how a reference to a record makes sure it finds that one."""
+    return crc32(text.encode("utf-8", "surrogatepass"))
+
+
+class Run(NamedTuple):
+    """Records `start` to `stop` (not included) of a block."""
+
+    block: BlockColumns
+    start: int
+    stop: int
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def originals(self) -> list[str]:
+        return self.block.originals(self.start, self.stop)
+
+
+def _records(runs: list[Run]) -> list[StoredRecord]:
+    return [run.block.record(index) for run in runs for index in range(run.start, run.stop)]

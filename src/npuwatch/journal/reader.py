@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from npuwatch.journal.event_context import EventContexts
 from npuwatch.journal.segment import Segment, StateRow, StoredBlock
 from npuwatch.journal.store import list_segments
 
@@ -37,6 +38,7 @@ class JournalReader:
         self._readonly = readonly
         self._open: dict[int, Segment] = {}
         self._unreadable: set[int] = set()
+        self._contexts: EventContexts | None = None
         self.skipped_segments = 0
         """Segments that could not be read (they are left for the agent to quarantine)."""
 
@@ -44,6 +46,9 @@ class JournalReader:
         for segment in self._open.values():
             segment.close()
         self._open.clear()
+        if self._contexts is not None:
+            self._contexts.close()
+            self._contexts = None
 
     def __enter__(self) -> JournalReader:
         return self
@@ -96,12 +101,20 @@ class JournalReader:
     def event_rows_after(
         self, position: Position, limit: int = 256
     ) -> list[tuple[Position, str, str]]:
-        """Up to `limit` events after `position`: (position, event id, JSON document)."""
+        """Up to `limit` events after `position`: (position, event id, JSON document, its
+        context read back from the blocks: journal/event_context.py)."""
         found = self._page_after(position, lambda s, start: s.events_after(start, limit))
         if found is None:
             return []
         sequence, events = found
-        return [(Position(sequence, seq), id_, doc) for seq, id_, doc in events]
+        if self._contexts is None:
+            self._contexts = EventContexts(self.directory)
+        self._contexts.release_before(sequence)
+        documents = self._contexts.complete_all(sequence, [doc for _, _, doc in events])
+        return [
+            (Position(sequence, seq), id_, document)
+            for (seq, id_, _), document in zip(events, documents, strict=True)
+        ]
 
     def states_after(self, position: Position, limit: int = 256) -> list[tuple[Position, StateRow]]:
         """Up to `limit` states written after `position`, in the order they were written."""

@@ -20,7 +20,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, contains, or_
-from typing import Any
+from typing import Any, cast
 
 from npuwatch.records import BatchIndex, Record, SourceInfo
 from npuwatch.rules.events import Event
@@ -341,8 +341,11 @@ class RuleEngine:
                 held.last_us = timestamp
             return None
         fields = rule.extractor(record) if rule.extractor is not None else {}
-        before = _before(spec.context.before, position, records, stream)
-        event = Event(rule, record, fields, before)
+        previous = _before(spec.context.before, position, records, stream)
+        event = Event(rule, record, fields, [r.original for r in previous])
+        if record.offset is not None and _offsets_known(previous):
+            first = previous[0].offset if previous else record.offset
+            event.context_span = (cast(int, first), record.offset)
         event.context_complete = spec.context.after == 0
         if window > 0:
             self._open[dedupe_key] = event
@@ -364,10 +367,14 @@ class RuleEngine:
             (event, event.rule.spec.context.after, position + 1) for event, position in new_pending
         ]
         for event, needed, start in waiting:
-            taken = [record.original for record in records[start : start + needed]]
-            event.after.extend(taken)
-            if len(taken) < needed:
-                still.append((event, needed - len(taken)))
+            following = records[start : start + needed]
+            event.after.extend(record.original for record in following)
+            if following and event.context_span is not None:
+                last = cast(int, following[-1].offset)
+                known = _offsets_known(following)
+                event.context_span = (event.context_span[0], last) if known else None
+            if len(following) < needed:
+                still.append((event, needed - len(following)))
             else:
                 event.context_complete = True
         stream.pending = still
@@ -379,14 +386,22 @@ def _merge(index: RuleIndex, plan: Sequence[Entry], extra: list[Entry]) -> list[
     return sorted(merged, key=lambda entry: index.order[entry[0]])
 
 
-def _before(count: int, position: int, records: Sequence[Record], stream: RuleStream) -> list[str]:
+def _before(
+    count: int, position: int, records: Sequence[Record], stream: RuleStream
+) -> list[Record]:
     if count == 0:
         return []
     previous = list(records[max(0, position - count) : position])
     missing = count - len(previous)
     if missing > 0 and stream.window:
         previous = list(stream.window)[-missing:] + previous
-    return [record.original for record in previous]
+    return previous
+
+
+def _offsets_known(records: Iterable[Record]) -> bool:
+    """Whether every record says where it is in its file: an event's context is then kept in
+    the journal as the span of offsets it covers, not as text (see journal/event_context.py)."""
+    return all(record.offset is not None for record in records)
 
 
 def _by_time(events: list[Event]) -> list[Event]:

@@ -22,6 +22,9 @@ class Event(Record):
         self.fields = fields
         self.before = before
         self.after: list[str] = []
+        self.context_span: tuple[int, int] | None = None
+        """Source offsets of the first and the last record of the context (the trigger when
+        a side is empty); None when they are not all known."""
         self.context_complete = False
         self.count = 1
         self.first_us = trigger.timestamp_us

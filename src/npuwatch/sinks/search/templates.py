@@ -1,9 +1,10 @@
 """The index templates, ingest pipeline and lifecycle policy that `npuwatch es setup` installs.
 
-The mappings are generated from the record schema (records.LogRecord), so that a field added to
-the schema is mapped the day it is shipped: codes, levels, modules, hosts and every other string
-are keywords; `message` is text; `event.original` is kept in `_source` but neither indexed nor
-aggregatable (ECS does the same: the parsed fields are what is searched); times are dates.
+The mappings are generated from the record schema (record_schema.LogRecord), so that a field
+added to the schema is mapped the day it is shipped: codes, levels, modules, hosts and every
+other string are keywords; `message` is text; `event.original` is kept in `_source` but neither
+indexed nor aggregatable (ECS does the same: the parsed fields are what is searched); times are
+dates.
 Anything a document brings that the schema does not name is mapped as a keyword too.
 
 Three templates a namespace: the log data streams (`logs-ascend.*-<ns>`); the events stream
@@ -37,7 +38,7 @@ _SCALARS = {
 
 
 def mappings() -> dict[str, Any]:
-    from npuwatch.records import LogRecord  # noqa: PLC0415 - pydantic, only for setup
+    from npuwatch.record_schema import LogRecord  # noqa: PLC0415 - pydantic, only for setup
 
     schema = LogRecord.model_json_schema(by_alias=True)
     properties = _properties(schema, schema.get("$defs", {}), "")

@@ -1,0 +1,113 @@
+"""The words of a `grep` question to the journal: the question, a hit, an SQL condition built
+clause by clause, and the segments opened read-only. Both plans (query.py, block_scan.py) and the
+events' search use them.
+
+Kept as light as query.py (NamedTuples, no dataclasses or pathlib): see
+docs/adr/0002-grep-start-up.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+from npuwatch.journal.layout import open_readonly, segment_files
+from npuwatch.journal.rows import NOTABLE_LEVELS, FileSource, StoredRecord
+
+SOURCE_COLUMNS = "b.file_key, b.path, b.host, b.kind, b.channel, b.device, b.file_pid, b.timezone"
+
+Directory = str | os.PathLike[str]
+
+
+class Question(NamedTuple):
+    """What `grep` asks; empty sets and None mean "any"."""
+
+    pattern: re.Pattern[str] | None = None
+    since_us: int | None = None
+    until_us: int | None = None
+    levels: frozenset[str] = frozenset()
+    modules: frozenset[str] = frozenset()
+    codes: frozenset[str] = frozenset()
+    categories: frozenset[str] = frozenset()
+    device: int | None = None
+    host: str | None = None
+    pid: int | None = None
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the index of notable records holds every possible answer."""
+        return bool(self.codes) or (bool(self.levels) and self.levels <= NOTABLE_LEVELS)
+
+
+class Hit(NamedTuple):
+    segment: int
+    block_id: int
+    position: int
+    source: FileSource
+    record: StoredRecord
+    device: int | None = None
+
+
+class Where:
+    """An SQL condition built clause by clause, with its parameters."""
+
+    def __init__(self) -> None:
+        self.clauses: list[str] = []
+        self.parameters: list[object] = []
+
+    def add(self, clause: str, *parameters: object) -> None:
+        self.clauses.append(clause)
+        self.parameters.extend(parameters)
+
+    def any_of(self, column: str, values: Sequence[object]) -> None:
+        self.add(f"{column} IN ({','.join('?' * len(values))})", *values)
+
+    def members(self, column: str, values: Sequence[str]) -> None:
+        """`column` is a space-delimited set holding any of `values`."""
+        self.add(
+            "(" + " OR ".join(f"{column} LIKE ?" for _ in values) + ")",
+            *(f"% {value} %" for value in values),
+        )
+
+    def sql(self) -> str:
+        return " AND ".join(self.clauses) if self.clauses else "1"
+
+
+class ReadOnlySegment(NamedTuple):
+    sequence: int
+    db: sqlite3.Connection
+
+    def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, parameters).fetchall()
+
+
+def add_field_filters(where: Where, question: Question, prefix: str, host_column: str) -> None:
+    """The filters that the notable index and the events table both have as columns (level,
+    module, time, device, pid, host), on the columns named `prefix` + level and so on."""
+    if question.levels:
+        where.any_of(f"{prefix}level", sorted(question.levels))
+    if question.modules:
+        where.any_of(f"{prefix}logger", sorted(question.modules))
+    if question.since_us is not None:
+        where.add(f"{prefix}timestamp_us >= ?", question.since_us)
+    if question.until_us is not None:
+        where.add(f"{prefix}timestamp_us <= ?", question.until_us)
+    if question.device is not None:
+        where.add(f"{prefix}device = ?", question.device)
+    if question.pid is not None:
+        where.add(f"{prefix}pid = ?", question.pid)
+    if question.host is not None:
+        where.add(f"{host_column} = ?", question.host)
+
+
+def open_segments(directory: Directory) -> Iterator[ReadOnlySegment]:
+    """Each segment of the journal in turn, open read-only (closed when the next is asked)."""
+    for sequence, path in segment_files(directory):
+        db = open_readonly(path)
+        try:
+            yield ReadOnlySegment(sequence, db)
+        finally:
+            db.close()
