@@ -17,6 +17,11 @@ interleaved rounds (min and median of --rounds), each figure beside its referenc
   grep regex    the same with a regular expression;
   journal size  the journal's bytes on disk against the logs', and what holds them (SQLite's
                 dbstat: blocks, the notable-record index, events);
+  shipping      building, serialising and writing the bulk body of the first --ship-records
+                records' documents (journal blocks → `block_actions` → the bulk lines, through
+                the serializer the sink gives opensearch-py: sinks/search/fast_json.py), CPU
+                per document, against `json.dumps` (and orjson when installed) of the same
+                documents built beforehand;
   events read   reading every event back as shipping does (the context put back from the blocks,
                 journal/event_context.py), CPU, against `json.loads` of the same documents (what
                 shipping does with each next).
@@ -36,14 +41,20 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from opensearchpy.serializer import JSONSerializer
+
 from grep_bench import journal_with_agent
 from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.sinks.search.documents import block_actions
+from npuwatch.sinks.search.fast_json import opensearch_serializer
 from parse_bench import run_scan
 from real_tree import write_tree
 
@@ -139,6 +150,40 @@ def read_events(journal: Path) -> tuple[int, float, float]:
     return len(documents), read, time.process_time() - started
 
 
+def ship_build(journal: Path, records: int) -> tuple[int, float, dict[str, float]]:
+    """Documents built, CPU seconds to build and serialise them into bulk lines, and the CPU
+    seconds of each reference serialiser over the same documents built beforehand."""
+    serializer = opensearch_serializer() or JSONSerializer()  # what the sink's client uses
+    built: list[dict[str, Any]] = []
+    started = time.process_time()
+    body: list[str] = []
+    with JournalReader(journal) as reader:
+        position = Position()
+        while len(body) < 2 * records and (page := reader.blocks_after(position, 4)):
+            for _, block in page:
+                for action in block_actions(block, "bench", "bench-host"):
+                    if action is not None:
+                        header = {action.op: {"_index": action.stream, "_id": action.id}}
+                        body += (serializer.dumps(header), serializer.dumps(action.document))
+                        built.append(action.document)
+            position = page[-1][0]
+    ours = time.process_time() - started
+    references: dict[str, Callable[[Any], Any]] = {"json.dumps": json.dumps}
+    try:
+        import orjson
+    except ImportError:
+        pass
+    else:
+        references["orjson"] = orjson.dumps
+    seconds = {}
+    for name, dumps in references.items():
+        started = time.process_time()
+        for document in built:
+            dumps(document)
+        seconds[name] = time.process_time() - started
+    return len(built), ours, seconds
+
+
 def wall(command: list[str]) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -154,6 +199,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/npuwatch-anchors"))
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ship-records", type=int, default=200_000)
     args = parser.parse_args()
     tree, journal, lines, size = build(args.work, args.lines)
     rg = shutil.which("rg")
@@ -176,6 +222,12 @@ def main() -> None:
                     figures.add(f"rg {name}{' ' + threads if threads else ''}", seconds)
                     found[f"rg {name}"] = matches(output)
 
+    references: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        shipped, build_cpu, reference_cpu = ship_build(journal, args.ship_records)
+        figures.add("ship", build_cpu)
+        for name, seconds in reference_cpu.items():
+            references.setdefault(name, []).append(seconds)
     for _ in range(args.rounds):
         events, read, loads = read_events(journal)
         figures.add("events read", read)
@@ -206,6 +258,16 @@ def main() -> None:
     )
     tables = sorted(table_bytes(journal).items(), key=lambda item: -item[1])
     print("  " + ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in tables if size > 1e5))
+    ship = figures.best("ship")
+    line = (
+        f"shipping: {shipped:,} documents built, serialised and written as bulk lines in "
+        f"{figures.span('ship')} CPU: {shipped / ship:,.0f} a CPU-second, "
+        f"{ship / shipped * 1e6:.1f} µs each (target ≥ 100,000 a CPU-second)"
+    )
+    for name, seconds in references.items():
+        best = min(seconds)
+        line += f"; {name} of the built documents {best / shipped * 1e6:.1f} µs each"
+    print(line)
     read, loads = figures.best("events read"), figures.best("events loads")
     print(
         f"events read back whole: {events:,} in {figures.span('events read')} CPU "

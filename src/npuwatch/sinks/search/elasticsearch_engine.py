@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from npuwatch.sinks.search.engine import Connection, Flavour, SearchEngine, status_of
+from npuwatch.sinks.search.fast_json import elasticsearch_serializer
 from npuwatch.sinks.search.streams import policy_name
 
 
@@ -31,6 +32,9 @@ class ElasticsearchEngine(SearchEngine):
             options["api_key"] = connection.api_key
         elif connection.username:
             options["basic_auth"] = (connection.username, connection.password or "")
+        serializer = elasticsearch_serializer()
+        if serializer is not None:
+            options["serializer"] = serializer
         # elasticsearch-py's helper passes only API errors to the caller as failed items
         # (raise_on_exception covers no more): a refused connection or a timeout is raised.
         unreachable = (NoConnection, ConnectionTimeout)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from npuwatch.sinks.search.engine import Connection, Flavour, SearchEngine, status_of
+from npuwatch.sinks.search.fast_json import opensearch_serializer
 from npuwatch.sinks.search.streams import TEMPLATE_PRIORITY
 
 
@@ -32,6 +33,9 @@ class OpenSearchEngine(SearchEngine):
             options["http_auth"] = (connection.username, connection.password or "")
         if any(host.startswith("https") for host in connection.hosts):
             options["use_ssl"] = True
+        serializer = opensearch_serializer()
+        if serializer is not None:
+            options["serializer"] = serializer
         return OpenSearch(list(connection.hosts), **options), streaming_bulk, (NoConnection,)
 
     @staticmethod
