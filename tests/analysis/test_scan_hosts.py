@@ -65,6 +65,23 @@ def test_one_nodes_faultdiag_collection_directory_is_a_single_tree(tmp_path: Pat
     assert collection_hosts(tmp_path) is None
 
 
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "mindstudio_sanitizer_log",
+        "monitor_output",
+        "info_20260415111938",
+        "OPPROF_20250302093000_MEMBOUNDVECTORAB",
+    ],
+)
+def test_a_debugging_tools_output_folder_makes_a_single_tree(tmp_path: Path, folder: str) -> None:
+    (tmp_path / folder).mkdir()
+    (tmp_path / "job").mkdir()
+    assert collection_hosts(tmp_path) is None
+    (tmp_path / folder).rename(tmp_path / "worker-1")  # the same tree without it: two hosts
+    assert collection_hosts(tmp_path) == ["job", "worker-1"]
+
+
 def test_the_old_slog_host_folder_is_cann_s_own_but_a_host_named_host_0_is_not(
     tmp_path: Path,
 ) -> None:

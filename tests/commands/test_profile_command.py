@@ -77,8 +77,8 @@ def test_a_missing_folder_is_one_line_that_says_what_to_give(
     assert main(["profile", "summary", str(tmp_path / "nothing")]) == 2
     assert capsys.readouterr().err == (
         f"npuwatch: profile folder {tmp_path / 'nothing'} does not exist: give an msprof PROF_* "
-        "folder, a torch_npu *_ascend_pt folder, or the folder that holds the runs of several "
-        "ranks\n"
+        "folder, a torch_npu *_ascend_pt folder, an msOpProf OPPROF_* folder, or the folder "
+        "that holds the runs of several ranks\n"
     )
 
 

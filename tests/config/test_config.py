@@ -276,7 +276,7 @@ def test_an_unknown_key_in_the_file_lists_the_known_keys(tmp_path: Path) -> None
 def test_an_unknown_section_in_the_file_lists_the_sections(tmp_path: Path) -> None:
     path = write(tmp_path, "[sink.console]\nenabled = true\n")
     assert problem_lines(path, NO_ENVIRONMENT) == [
-        f"{path}: sink: unknown key (known keys: agent, sources, rules, journal, devices, profiling, collective, sinks, correlate)"
+        f"{path}: sink: unknown key (known keys: agent, sources, rules, journal, devices, profiling, debug_tools, collective, sinks, correlate)"
     ]
 
 
@@ -362,7 +362,7 @@ def test_an_unknown_key_from_the_environment_names_the_variable(tmp_path: Path) 
 def test_an_unknown_section_from_the_environment_names_the_variable() -> None:
     assert problem_lines(None, {"NPUWATCH_SOURCEZ__ROOTS": "/data/log"}) == [
         "environment NPUWATCH_SOURCEZ__ROOTS: sourcez: unknown key "
-        "(known keys: agent, sources, rules, journal, devices, profiling, collective, sinks, correlate)"
+        "(known keys: agent, sources, rules, journal, devices, profiling, debug_tools, collective, sinks, correlate)"
     ]
 
 

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.metrics import SelfMetrics
+from npuwatch.sinks.prometheus.debug_metrics import DebugMetrics
 from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
@@ -53,6 +54,7 @@ def agent_metric_names() -> set[str]:
     LogMetrics(registry)
     DeviceMetrics(registry)
     ProfilingMetrics(registry)
+    DebugMetrics(registry)
     return _series_names(registry)
 
 

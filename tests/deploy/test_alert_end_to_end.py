@@ -59,6 +59,7 @@ from tests.real_servers import real_server
 pytestmark = pytest.mark.integration
 
 PROFILING_RUNS = REPOSITORY / "fixtures" / "profiling" / "torch_2rank"
+DEBUG_OUTPUTS = REPOSITORY / "fixtures" / "debug_tools"
 
 PACK = REPOSITORY / "src" / "npuwatch" / "rules" / "packs" / "30-timeouts.yaml"
 RULE = "hccl.notify-wait-timeout"
@@ -194,6 +195,9 @@ def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
     console_path(folder).touch()  # the job's console log, followed from the start
     profiling = folder / "profiling"
     shutil.copytree(PROFILING_RUNS, profiling / "job-42")  # for the dashboard's profiling panels
+    debug = folder / "debug"  # for the training-health row: a monitor folder and a report
+    shutil.copytree(DEBUG_OUTPUTS / "monitor" / "two_ranks", debug / "monitor_output")
+    shutil.copy(DEBUG_OUTPUTS / "sanitizer" / "memcheck.log", debug / "memcheck.log")
     config = folder / "npuwatch.toml"
     config.write_text(
         "[agent]\n"
@@ -207,6 +211,10 @@ def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
         'interval = "2s"\n'
         "[profiling]\n"
         f"paths = [{json.dumps(str(profiling))}]\n"
+        'settle = "1s"\n'
+        'scan_interval = "1s"\n'
+        "[debug_tools]\n"
+        f"paths = [{json.dumps(str(debug))}]\n"
         'settle = "1s"\n'
         'scan_interval = "1s"\n'
         "[sinks.prometheus]\n"
@@ -438,9 +446,10 @@ EMPTY_HERE = {
     **dict.fromkeys(correlator_panels(), "no cluster correlator in this stack"),
 }
 """Panels with nothing to show in this stack, and why; every other panel must show data."""
-ZERO_HERE = {"Read lag", "Chips not OK"}
+ZERO_HERE = {"Read lag", "Chips not OK", "Sanitizer and AI Core errors"}
 """Panels whose data may be all zeros here (the agent keeps up with a few lines; the chips may
-all be OK); every other panel must show a value above 0. The rate interval is 5 minutes, so
+all be OK; the debugging tools' outputs are imported at the start, so their counts may be
+older than the rate interval); every other panel must show a value above 0. The rate interval is 5 minutes, so
 that the lines and events of the last minutes all show at once."""
 
 

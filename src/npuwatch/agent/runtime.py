@@ -21,6 +21,7 @@ from pathlib import Path
 
 from npuwatch import __version__
 from npuwatch.agent.collective_stage import CollectiveWatch, JournalStates
+from npuwatch.agent.debug_stage import DebugImporter, rule_events
 from npuwatch.agent.journal_stage import JournalStage
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
@@ -28,12 +29,15 @@ from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
 from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
 from npuwatch.agent.topology import SectionChange, Topology, changes
+from npuwatch.analysis.precision_files import kind_of as precision_kind
+from npuwatch.collector.debug_outputs import ImportedOutputs, OutputTracker, find_debug_outputs
 from npuwatch.collector.npu_smi_poller import NpuSmiPoller
 from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
 from npuwatch.journal.cursors import CursorStore
+from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
@@ -45,6 +49,7 @@ from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet, load_rules, rule_files
 from npuwatch.sinks.follower import JournalFollower
+from npuwatch.sinks.prometheus.debug_metrics import DebugMetrics
 from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
@@ -95,6 +100,9 @@ class Agent:
             emit_at_stop=self._emit_at_stop,
         )
         self._rule_locations = topology.rules.locations
+        self._ruleset = topology.rules.ruleset
+        """The rule set in force (the rules thread replaces it at a reload), for the rules the
+        debugging-tools importer runs over its entries."""
         self._journal_states = JournalStates(topology.journal.directory)
         collective = (
             CollectiveWatch(
@@ -126,6 +134,7 @@ class Agent:
         )
         self.poller = self._poller(topology)
         self.importer = self._importer(topology)
+        self.debug_importer = self._debug_importer(topology)
         exporter = topology.exporter
         self.metrics_server = (
             MetricsServer(self.metrics.registry, exporter.listen, exporter.security)
@@ -173,8 +182,32 @@ class Agent:
             saved=SavedFigures(state / "profiling-figures.json"),
         )
 
+    def _debug_importer(self, topology: Topology) -> DebugImporter | None:
+        plan = topology.debug_tools
+        state = topology.state_directory
+        figures = DebugMetrics(self.metrics.registry)
+        tracker = OutputTracker(
+            lambda root: find_debug_outputs(root, precision_kind),
+            ImportedOutputs(state / "debug-imported.json"),
+            settle_s=plan.settle_s,
+        )
+        importer = DebugImporter(
+            plan,
+            tracker,
+            figures,
+            self.host,
+            self._journal_debug_entries,
+            self._reading_stop,
+            events=rule_events(lambda: self._ruleset),
+        )
+        # Without folders nothing is imported, but the metrics still show what was (restored
+        # by the importer from its state file).
+        return importer if plan.folders else None
+
     def _load_rules(self) -> RuleSet:
-        return load_rules(self._rule_locations)
+        ruleset = load_rules(self._rule_locations)
+        self._ruleset = ruleset
+        return ruleset
 
     def _emit(self, item: ReadBatch | FileGone) -> None:
         size = len(item.raw or b"") if isinstance(item, ReadBatch) else 0
@@ -212,10 +245,21 @@ class Agent:
         source = SourceInfo(path=str(folder), host=self.host, kind=PROFILING_KIND, device=device)
         self._journal_entries(f"{PROFILING_KIND}@{self.host}:{key}", source, records)
 
-    def _journal_entries(self, key: str, source: SourceInfo, records: list[Record]) -> None:
+    def _journal_debug_entries(
+        self, key: str, source: SourceInfo, records: list[Record], events: list[EventRow]
+    ) -> None:
+        self._journal_entries(key, source, records, events)
+
+    def _journal_entries(
+        self,
+        key: str,
+        source: SourceInfo,
+        records: list[Record],
+        events: list[EventRow] | None = None,
+    ) -> None:
         """Telemetry entries (no file offsets to commit) straight to the journal thread."""
         size = sum(len(record.original) for record in records)
-        work = JournalWork(key, source, records, size=size)
+        work = JournalWork(key, source, records, events=events or [], size=size)
         # Stopping: a device reading is a snapshot (the next start takes a new one), and a
         # profiling run not yet written is imported again at the next start.
         with contextlib.suppress(QueueStopped):
@@ -245,6 +289,8 @@ class Agent:
             self.poller.start()
         if self.importer is not None:
             self.importer.start()
+        if self.debug_importer is not None:
+            self.debug_importer.start()
         self.rules.start()
         for follower in self.followers:
             follower.start()
@@ -285,7 +331,7 @@ class Agent:
             self._pipeline_stop.set()
         # Not for long: a hung npu-smi or a big run being read must not hold the drain; a
         # reading is a snapshot, and a run not yet journaled is imported at the next start.
-        for telemetry in (self.poller, self.importer):
+        for telemetry in (self.poller, self.importer, self.debug_importer):
             if telemetry is not None and telemetry.thread.is_alive():
                 telemetry.thread.join(min(_left(deadline), 1.0))
         self.read_queue.put_always(END)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from npuwatch.agent.debug_stage import DebugToolsPlan, plan_debug_tools
 from npuwatch.agent.plans import (
     RULES_ADVICE,
     CollectivePlan,
@@ -68,6 +69,7 @@ class Topology:
     journal: JournalPlan
     devices: DevicesPlan | None
     profiling: ProfilingPlan
+    debug_tools: DebugToolsPlan
     collective: CollectivePlan | None
     exporter: ExporterPlan | None
     sinks: tuple[SinkPlan, ...]
@@ -109,6 +111,7 @@ def build(config: Config, environ: Mapping[str, str], console: TextIO | None = N
         journal=plan_journal(config.journal, config.journal_path()),
         devices=plan_devices(config.devices),
         profiling=plan_profiling(config.profiling),
+        debug_tools=plan_debug_tools(config.debug_tools),
         collective=plan_collective(config.collective, config.sources),
         exporter=exporter,
         sinks=tuple(sinks),
@@ -131,6 +134,9 @@ def describe(topology: Topology, search_path: str | None = None) -> list[str]:
     for folder in topology.profiling.folders:
         state = "" if folder.is_dir() else " (does not exist yet: runs are found once it does)"
         lines.append(f"profiling runs: {folder}{state}")
+    for folder in topology.debug_tools.folders:
+        state = "" if folder.is_dir() else " (does not exist yet: outputs are found once it does)"
+        lines.append(f"debugging-tool outputs: {folder}{state}")
     by_name = {sink.name: sink for sink in topology.sinks}
     if "console" in by_name:
         lines.append(f"console: {by_name['console'].description}")

@@ -277,6 +277,11 @@ class ScanAggregator:
         self._file_records += len(records)
         self._window.extend(records)
 
+    def skip_lines(self, count: int) -> None:
+        """Lines of the current file that no record stands for (a report's lines between the
+        findings read from it), so that the records after them keep their line numbers."""
+        self._line_number += max(count, 0)
+
     @property
     def next_line(self) -> int:
         """The line number, in the current file, of the next record to be added."""

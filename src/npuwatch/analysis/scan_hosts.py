@@ -60,12 +60,20 @@ CANN_FOLDERS = frozenset(
         "dump_info",
         "frudata",
         "chassis",
+        # The debugging tools' own output folders, kept beside the logs of the job they checked.
+        "mindstudio_sanitizer_log",
+        "monitor_output",
+        "anomaly_detected",
     }
 )
 """Folder names that CANN or its tools give to folders of one host's logs."""
 
-CANN_FOLDER_PATTERN = re.compile(r"(?:device|device-os|dev-os|device-app)-\d+")
-"""Numbered CANN folders: `device-0`, `device-os-0`, `dev-os-0`, `device-app-<pid>`."""
+CANN_FOLDER_PATTERN = re.compile(
+    r"(?:device|device-os|dev-os|device-app)-\d+|info_\d{14}|opprof_\d{14}_[a-z]{16}"
+)
+"""Numbered CANN folders: `device-0`, `device-os-0`, `dev-os-0`, `device-app-<pid>`; and the
+timestamped output folders of msaicerr (`info_<time>`) and msOpProf (`OPPROF_<time>_<16 letters>`,
+compared in lower case)."""
 
 _OLD_HOST_FOLDER = re.compile(r"host-\d+")
 

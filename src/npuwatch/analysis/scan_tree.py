@@ -1,4 +1,5 @@
-"""Walking a log tree: every log file parsed, every record folded into a scan result.
+"""Walking a log tree: every log file parsed, every record folded into a scan result; the
+debugging tools' reports found in it folded in beside them (scan_debug).
 
 A folder of host folders is a collection (see scan_hosts): each file's records carry the name
 of the host folder it is under.
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
 from npuwatch.analysis.scan_collectives import CollectiveScan
+from npuwatch.analysis.scan_debug import reports_in, scan_report
 from npuwatch.analysis.scan_hosts import HostOnCollection, collection_hosts, host_of
 from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
 from npuwatch.parsers import LocalClock, StreamParser
@@ -49,6 +51,9 @@ def scan_tree(
             aggregator.add_problem(problem)
     else:
         files = [root]
+    reports = reports_in(root)
+    report_files = {output.path for output in reports}
+    files = [path for path in files if path not in report_files]
     collectives = CollectiveScan()
     done_bytes = 0
     for index, path in enumerate(files, 1):
@@ -83,6 +88,10 @@ def scan_tree(
             aggregator.add_problem(f"cannot read {path}: {error.strerror or error}")
         if progress is not None:
             progress(index, len(files), done_bytes)
+    for output in reports:
+        scan_report(
+            output, aggregator, host_of(root, output.path, known) if known else host, engine
+        )
     result = aggregator.finish()
     result.incidents = collectives.incidents()
     if engine is not None:

@@ -27,6 +27,7 @@ examples:
   # after each optimisation, keep the profile's operator table
   npuwatch baseline add ./prof --model llama2-7b --scenario pretrain-bs8
   npuwatch baseline add ./msprof_out --model resnet50 --scenario infer-b8 --date 2025-03-01
+  npuwatch baseline add ./OPPROF_20260605170714_RYQFPTCBYWBFCNBI --model matmul --scenario m4096
   npuwatch baseline list
 
   # when performance drops, compare against it
@@ -47,7 +48,10 @@ examples:
 
 PROF_DIR is what torch_npu or msprof wrote: a PROF_* folder, an *_ascend_pt folder, its
 ASCEND_PROFILER_OUTPUT, or a folder holding several (one per rank). All ranks are added up into
-one operator table; each rank's table is kept too.
+one operator table; each rank's table is kept too. It may also be msOpProf output (msprof op:
+an OPPROF_* folder, or the folder holding several): each operator's launches and Task Duration
+make the table, so a kernel change that slows an operator fails compare; baseline.json keeps
+each operator's bound and key figures for the record (they are not compared).
 
 {layout}
 

@@ -32,13 +32,18 @@ from npuwatch.analysis.baseline.report import (
 from npuwatch.analysis.baseline.rules import Rules, parse_threshold
 from npuwatch.analysis.baseline.snapshot import (
     Snapshot,
+    opprof_snapshot,
     profile_snapshot,
     read_snapshot,
     stored_files,
     stored_metadata,
 )
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, error, fail
-from npuwatch.commands.profile_input import read_profile_folder
+from npuwatch.commands.profile_input import (
+    is_opprof_input,
+    read_opprof_folder,
+    read_profile_folder,
+)
 from npuwatch.terminal import Palette, wants_colour
 
 _WARNINGS_SHOWN = 5
@@ -66,11 +71,14 @@ def run_add(args: argparse.Namespace) -> int:
             f"cannot write the archive {archive.root}: {failure.strerror or failure}; "
             "give a folder you may write to with --archive DIR"
         )
-    ranks = snapshot.ranks or 0
+    if snapshot.ranks is None:  # msOpProf: launches of operators, no ranks
+        launches = snapshot.launch_count
+        scope = f"{launches} launch{'es' if launches != 1 else ''}"
+    else:
+        scope = f"{snapshot.ranks} rank{'s' if snapshot.ranks != 1 else ''}"
     sys.stdout.write(
-        f"stored baseline {name.folder}: {len(snapshot.table)} operators, {ranks} "
-        f"rank{'s' if ranks != 1 else ''}, {snapshot.total_us / 1000:.1f} ms of operator "
-        f"time\n  {path}\n"
+        f"stored baseline {name.folder}: {len(snapshot.table)} operators, {scope}, "
+        f"{snapshot.total_us / 1000:.1f} ms of operator time\n  {path}\n"
     )
     return EXIT_OK
 
@@ -142,12 +150,11 @@ def _archive_root(args: argparse.Namespace) -> Path:
 
 def _profile(path: Path) -> Snapshot:
     """The snapshot of the profile at `path`, or a one-line error and exit 2."""
+    if is_opprof_input(path):
+        return _opprof(path)
     runs = read_profile_folder(path)
     problems = [problem for run in runs for problem in run.problems]
-    for problem in problems[:_WARNINGS_SHOWN]:
-        error(f"warning: {problem}")
-    if len(problems) > _WARNINGS_SHOWN:
-        error(f"warning: {len(problems) - _WARNINGS_SHOWN} more problems reading {path}")
+    _warn(problems, path)
     snapshot = profile_snapshot(runs, path.resolve())
     if snapshot.table.empty:
         fail(
@@ -155,3 +162,24 @@ def _profile(path: Path) -> Snapshot:
             "export them first (msprof --export=on --output=PROF_DIR)"
         )
     return snapshot
+
+
+def _opprof(path: Path) -> Snapshot:
+    """The snapshot of msOpProf output (OPPROF_*): Task Duration per operator launch."""
+    runs = read_opprof_folder(path)
+    _warn([problem for run in runs for problem in run.problems], path)
+    snapshot = opprof_snapshot(runs, path.resolve())
+    if snapshot.table.empty:
+        fail(
+            f"{path}: no launch with a Task Duration (OpBasicInfo.csv); a simulator run has "
+            "none: profile on the board (msprof op) to keep a baseline"
+        )
+    return snapshot
+
+
+def _warn(problems: list[str], path: Path) -> None:
+    """The first problems met while reading, as warnings on stderr (the rest counted)."""
+    for problem in problems[:_WARNINGS_SHOWN]:
+        error(f"warning: {problem}")
+    if len(problems) > _WARNINGS_SHOWN:
+        error(f"warning: {len(problems) - _WARNINGS_SHOWN} more problems reading {path}")

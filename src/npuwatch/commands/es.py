@@ -13,9 +13,10 @@ examples:
   npuwatch es setup --flavour opensearch --host http://127.0.0.1:9200 --replicas 0
   NPUWATCH_ES_API_KEY=... npuwatch es check --host https://es.example:9200
 
-setup installs the index templates of the four data streams (logs-ascend.plog-<namespace>,
+setup installs the index templates of the five data streams (logs-ascend.plog-<namespace>,
 logs-ascend.device-<namespace> (device logs and npu-smi readings),
-logs-ascend.profiling-<namespace>, logs-ascend.events-<namespace> (rule and collective-failure
+logs-ascend.profiling-<namespace>, logs-ascend.debug-<namespace> (the debugging tools'
+findings), logs-ascend.events-<namespace> (rule and collective-failure
 events)), with mappings generated from the record schema, and of the two plain indices of the
 cluster correlator (logs-ascend.topology-<namespace>: the agents' topology facts and heartbeats;
 logs-ascend.incidents-<namespace>); the ingest pipeline npuwatch-ingested, which stamps

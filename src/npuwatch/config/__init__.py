@@ -25,6 +25,7 @@ from npuwatch.config.sections import (
     STRICT_AND_DISCREET,
     AgentSection,
     CollectiveSection,
+    DebugToolsSection,
     DevicesSection,
     JournalSection,
     ProfilingSection,
@@ -53,6 +54,7 @@ __all__ = [
     "ConfigUnreadable",
     "ConsoleSinkSection",
     "CorrelateSection",
+    "DebugToolsSection",
     "DevicesSection",
     "Duration",
     "JournalSection",
@@ -83,6 +85,7 @@ class Config(BaseModel):
     journal: JournalSection = Field(default_factory=JournalSection)
     devices: DevicesSection = Field(default_factory=DevicesSection)
     profiling: ProfilingSection = Field(default_factory=ProfilingSection)
+    debug_tools: DebugToolsSection = Field(default_factory=DebugToolsSection)
     collective: CollectiveSection = Field(default_factory=CollectiveSection)
     sinks: SinksSection = Field(default_factory=SinksSection)
     correlate: CorrelateSection = Field(default_factory=CorrelateSection)

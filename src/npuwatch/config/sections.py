@@ -1,5 +1,5 @@
-"""The agent's sections of the configuration: itself, its sources, rules, journal, devices
-and profiling runs (the sinks' sections are in config/sinks.py)."""
+"""The agent's sections of the configuration: itself, its sources, rules, journal, devices,
+profiling runs and debugging-tool outputs (the sinks' sections are in config/sinks.py)."""
 
 from __future__ import annotations
 
@@ -211,6 +211,33 @@ class ProfilingSection(BaseModel):
     )
     journal: bool = Field(
         default=True, description="write the operators of each imported run to the journal"
+    )
+
+
+class DebugToolsSection(BaseModel):
+    """Outputs of Ascend's debugging tools (msprobe compare, overflow check and monitor,
+    msSanitizer, msaicerr) imported by the agent once complete: their findings into the journal
+    (logs-ascend.debug-<namespace>), rule events, and ascend_precision_* / ascend_monitor_* /
+    ascend_sanitizer_* metrics."""
+
+    model_config = STRICT
+
+    paths: list[Path] = Field(
+        default=[],
+        description="folders the tools write to (msprobe's -o, $MONITOR_OUTPUT_DIR, "
+        "msSanitizer's --log-file folder, msaicerr's -out); every output found under them is "
+        "imported once, and again when it is written again",
+        examples=[["/data/debug"]],
+    )
+    settle: Duration = Field(
+        default=60.0,
+        gt=0,
+        description="an output is complete when none of its files changed for this long (the "
+        "tools write no end marker); a training monitor's folder is imported again each time "
+        "it settled after growing",
+    )
+    scan_interval: Duration = Field(
+        default=30.0, gt=0, description="how often the folders are searched for new outputs"
     )
 
 

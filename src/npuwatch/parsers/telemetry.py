@@ -1,4 +1,5 @@
-"""Telemetry entries: device readings and profiling operators, kept in the journal as records.
+"""Telemetry entries: device readings, profiling operators and the debugging tools' findings
+(parsers/debug_tools/entries.py), kept in the journal as records.
 
 The journal stores a record as its original text plus the few fields queries filter on. A log
 record's original is the line it was read from; a telemetry entry has no line, so its original
@@ -13,12 +14,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from npuwatch.parsers.debug_tools.entries import DEBUG_KIND, debug_record
 from npuwatch.parsers.npu_smi import NpuChip, NpuProcess, NpuSmiReport
 from npuwatch.records import Record
 
 DEVICE_KIND = "npu-smi"
 PROFILING_KIND = "profiling"
-TELEMETRY_KINDS = frozenset({DEVICE_KIND, PROFILING_KIND})
+TELEMETRY_KINDS = frozenset({DEVICE_KIND, PROFILING_KIND, DEBUG_KIND})
 
 DEVICE_LOGGER = "NPU-SMI"
 PROFILING_LOGGER = "PROFILING"
@@ -84,6 +86,8 @@ def telemetry_record(original: str, kind: str) -> Record:
         return record
     if kind == DEVICE_KIND:
         return _device_record(original, fields)
+    if kind == DEBUG_KIND:
+        return debug_record(original, fields)
     return _profiling_record(original, fields)
 
 

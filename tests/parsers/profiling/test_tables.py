@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from npuwatch.parsers.profiling.csv_rows import MAX_PROBLEMS_PER_FILE
+from npuwatch.parsers.problem_list import MAX_PROBLEMS_PER_FILE
 from npuwatch.parsers.profiling.kernels import KERNEL_SPEC, parse_kernels
 from npuwatch.parsers.profiling.statistics import parse_api_statistic, parse_op_statistic
 from npuwatch.parsers.profiling.tables import empty_table

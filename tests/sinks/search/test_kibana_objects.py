@@ -60,8 +60,10 @@ HEALTH = "npuwatch-npu-health-not-ok"
 OPEN_INCIDENTS = "npuwatch-open-incidents"
 DASHBOARD = "npuwatch-ascend-overview"
 INCIDENTS_DASHBOARD = "npuwatch-ascend-incidents"
+DEBUG_VIEW = "npuwatch-logs-ascend-debug"
+DEBUG_FINDINGS = "npuwatch-debug-findings"
 DASHBOARDS = {
-    DASHBOARD: {RULE_EVENTS, HCCL_AND_TIMEOUTS, ERRORS, HEALTH},
+    DASHBOARD: {RULE_EVENTS, HCCL_AND_TIMEOUTS, ERRORS, HEALTH, DEBUG_FINDINGS},
     INCIDENTS_DASHBOARD: {OPEN_INCIDENTS},
 }
 """The saved searches each dashboard shows."""
@@ -161,7 +163,7 @@ def test_the_file_is_one_saved_object_per_line_with_unique_ids_and_resolvable_re
     ids = [obj["id"] for obj in objects]
     assert len(ids) == len(set(ids))
     types = Counter(obj["type"] for obj in objects)
-    assert types == {"index-pattern": 4, "search": 5, "dashboard": 2}
+    assert types == {"index-pattern": 5, "search": 6, "dashboard": 2}
     known = {(obj["type"], obj["id"]) for obj in objects}
     for obj in objects:
         assert set(obj) >= {"id", "type", "attributes", "references"}, obj["id"]
@@ -184,6 +186,7 @@ def test_each_saved_search_reads_its_data_view_through_a_reference() -> None:
         HCCL_AND_TIMEOUTS: EVENTS_VIEW,
         HEALTH: DEVICE_VIEW,
         OPEN_INCIDENTS: INCIDENTS_VIEW,
+        DEBUG_FINDINGS: DEBUG_VIEW,
     }
     searches = {id_: obj for id_, obj in objects.items() if obj["type"] == "search"}
     assert set(searches) == set(expected)
@@ -202,6 +205,7 @@ def test_each_saved_search_reads_its_data_view_through_a_reference() -> None:
         HCCL_AND_TIMEOUTS: "HCCL and timeouts",
         HEALTH: "NPU health not OK",
         OPEN_INCIDENTS: "Open collective incidents",
+        DEBUG_FINDINGS: "Debugging tools' findings",
     }
 
 
@@ -238,8 +242,8 @@ def test_the_data_views_cover_the_streams_of_any_namespace() -> None:
         id_: objects[id_]["attributes"]["title"] for id_ in (ALL_VIEW, EVENTS_VIEW, DEVICE_VIEW)
     }
     for namespace in ("default", "prod", "site_2"):
-        plog, device, profiling, events = all_streams(namespace)
-        streams = [plog, device, profiling, events]
+        plog, device, profiling, debug, events = all_streams(namespace)
+        streams = [plog, device, profiling, debug, events]
         assert all(fnmatchcase(stream, title[ALL_VIEW]) for stream in streams)
         assert [s for s in streams if fnmatchcase(s, title[EVENTS_VIEW])] == [events]
         assert [s for s in streams if fnmatchcase(s, title[DEVICE_VIEW])] == [device]

@@ -66,7 +66,9 @@ def test_shipping_a_journal_gives_exactly_its_records_and_events(
     install_template(engine)
     shipper, metrics, dead = make_shipper(engine, hccl_journal.directory, tmp_path)
     ship_all(shipper)
-    plog, device, profiling, events = (shipped(engine, stream) for stream in all_streams("default"))
+    plog, device, profiling, _debug, events = (
+        shipped(engine, stream) for stream in all_streams("default")
+    )
     assert plog + device == hccl_journal.records
     assert profiling == 0  # a log tree has no profiling runs
     assert device > 0 and plog > 0

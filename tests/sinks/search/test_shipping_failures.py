@@ -173,8 +173,8 @@ def test_es_check_with_a_key_that_may_only_write_says_so_in_lines_not_a_tracebac
     captured = capsys.readouterr()
     assert captured.out.startswith("connected: elasticsearch 2.19.6")
     refused = [line for line in captured.err.splitlines() if "HTTP 403" in line]
-    # The three templates (logs, events, topology), and the count of each of the four data
+    # The three templates (logs, events, topology), and the count of each of the five data
     # streams.
-    assert len(refused) == 7, captured.err
+    assert len(refused) == 8, captured.err
     assert all("run `npuwatch es setup|check` with an administrator's" in x for x in refused)
     assert "Traceback" not in captured.err

@@ -2,22 +2,27 @@
 
 The same shape for both sides of a comparison: `profile_snapshot` makes one of the runs of a
 PROF_DIR (and `stored_files`/`stored_metadata` what `baseline add` writes of it),
-`read_snapshot` one of a stored baseline. `rank_steps` is the number of steps summed over the
-ranks (6 for 2 ranks of 3 steps): dividing the total operator time by it gives the device time
-of one step of one rank, which does not change with how many steps or ranks were profiled.
+`read_snapshot` one of a stored baseline. `opprof_snapshot` makes one of msOpProf output
+(OPPROF_*): each operator's launches, Task Duration per launch, in the same table, so a kernel
+change that slows an operator fails `baseline compare` like a slower kernel of a training run.
+`rank_steps` is the number of steps summed over the ranks (6 for 2 ranks of 3 steps): dividing
+the total operator time by it gives the device time of one step of one rank, which does not
+change with how many steps or ranks were profiled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from npuwatch.analysis.baseline.archive import OPERATORS_FILE, RANKS_FOLDER, BaselineInfo
+from npuwatch.analysis.opprof_summary import summarise_opprof
 from npuwatch.analysis.profile_steps import rank_steps
+from npuwatch.parsers.debug_tools.opprof import OpProfRun
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.operators import (
     OPERATOR_COLUMNS,
@@ -65,10 +70,17 @@ class Snapshot:
     layout: str | None = None
     rank_tables: tuple[RankTable, ...] = ()
     """Each rank's own table (a profile read from disk; empty for a stored baseline)."""
+    opprof_figures: tuple[dict[str, Any], ...] = ()
+    """msOpProf only: each operator's bound and key figures (of its longest launch), which
+    baseline.json keeps for the record; they are not compared."""
 
     @property
     def total_us(self) -> float:
         return float(self.table[c.TOTAL_US].sum())
+
+    @property
+    def launch_count(self) -> int:
+        return int(self.table[c.COUNT].sum())
 
     @property
     def per_step_us(self) -> float | None:
@@ -108,6 +120,47 @@ def profile_snapshot(runs: Sequence[ProfileRun], source: Path) -> Snapshot:
     )
 
 
+OPPROF_LAYOUT = "msopprof"
+
+
+def opprof_snapshot(runs: Sequence[OpProfRun], source: Path) -> Snapshot:
+    """The snapshot of msOpProf runs: one row per operator (op_name, its Op Type, the core type
+    msprof would name), its launches and Task Durations. No steps: launches are compared."""
+    summary = summarise_opprof(
+        runs, root=str(source), top=max(1, sum(len(r.launches) for r in runs))
+    )
+    rows = [
+        [total.op_name, total.op_type, total.task_type, total.count, total.total_us,
+         total.avg_us, total.min_us, total.max_us]
+        for total in summary.operators
+    ]  # fmt: skip
+    table = pd.DataFrame(rows, columns=OPERATOR_COLUMNS)
+    table[c.COUNT] = table[c.COUNT].astype("int64")
+    for column in NUMBER_COLUMNS[1:]:
+        table[column] = table[column].astype("float64")
+    longest: dict[str, dict[str, Any]] = {}
+    for report in summary.launches:  # the longest launch first
+        if report.duration_us is not None and report.op_name not in longest:
+            longest[report.op_name] = {
+                "op_name": report.op_name,
+                "duration_us": round(report.duration_us, 3),
+                **{
+                    key: round(value, 3) if isinstance(value, float) else value
+                    for key, value in asdict(report.figures).items()
+                    if key not in ("pipes", "conflicts")
+                },
+            }
+    return Snapshot(
+        table=table,
+        source=str(source),
+        ranks=None,
+        rank_steps=None,
+        step_us=None,
+        layout=OPPROF_LAYOUT,
+        opprof_figures=tuple(longest.values()),
+    )
+
+
 def stored_files(snapshot: Snapshot) -> dict[str, str]:
     """What `baseline add` writes as CSV: the table of all ranks, and each rank's when several."""
     files = {OPERATORS_FILE: as_csv(snapshot.table)}
@@ -128,7 +181,10 @@ def stored_metadata(snapshot: Snapshot) -> dict[str, Any]:
         "total_us": round(snapshot.total_us, 3),
         "rank_steps": snapshot.rank_steps,
         "step_us": _rounded(snapshot.step_us),
-        "ranks": [
+        **({"opprof_operators": list(snapshot.opprof_figures)} if snapshot.opprof_figures else {}),
+        "ranks": None
+        if not snapshot.rank_tables
+        else [
             {
                 "label": rank.label,
                 "rank": rank.rank,

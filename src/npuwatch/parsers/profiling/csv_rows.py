@@ -12,28 +12,7 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-MAX_PROBLEMS_PER_FILE = 20
-"""Problems listed one by one for a file; the rest are counted in one last line."""
-
-
-class ProblemList:
-    """The problems of one file (`file:line: what`), listed up to a limit and counted beyond."""
-
-    def __init__(self, source: str) -> None:
-        self._source = source
-        self._lines: list[str] = []
-        self._more = 0
-
-    def add(self, line: int, message: str) -> None:
-        if len(self._lines) < MAX_PROBLEMS_PER_FILE:
-            self._lines.append(f"{self._source}:{line}: {message}")
-        else:
-            self._more += 1
-
-    def finish(self) -> list[str]:
-        if self._more:
-            return [*self._lines, f"{self._source}: {self._more} more problems not listed"]
-        return list(self._lines)
+from npuwatch.parsers.problem_list import ProblemList
 
 
 @dataclass

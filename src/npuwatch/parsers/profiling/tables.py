@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from npuwatch.parsers.problem_list import ProblemList
 from npuwatch.parsers.profiling.columns import TASK_TYPE, header_key, snake_case
-from npuwatch.parsers.profiling.csv_rows import ProblemList, parse_rows, split_rows
+from npuwatch.parsers.profiling.csv_rows import parse_rows, split_rows
 
 MISSING = frozenset({"", "N/A", "n/a", "NA"})
 """Cell values that mean "no value"."""

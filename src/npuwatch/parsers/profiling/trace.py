@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from npuwatch.parsers.problem_list import MAX_PROBLEMS_PER_FILE
 from npuwatch.parsers.profiling import columns as c
-from npuwatch.parsers.profiling.csv_rows import MAX_PROBLEMS_PER_FILE
 from npuwatch.parsers.profiling.tables import ParsedTable
 
 PROCESS_NAME = "process_name"

@@ -12,12 +12,16 @@ DEVICE_KINDS = frozenset(
 )
 """Logs written by or for the NPU side, and npu-smi's readings of the devices; everything else
 (plog, training and console logs) is host-side and goes to the plog stream, except operators of
-profiling runs, which have a stream of their own."""
+profiling runs and findings of the debugging tools, which have a stream each."""
+
+OWN_STREAMS = {"profiling": "ascend.profiling", "debug": "ascend.debug"}
+"""Telemetry kinds with a data stream of their own: profiling operators, and the debugging
+tools' findings (msprobe, msSanitizer, msaicerr)."""
 
 
 def dataset_of(kind: str | None) -> str:
-    if kind == "profiling":
-        return "ascend.profiling"
+    if kind in OWN_STREAMS:
+        return OWN_STREAMS[kind]
     return "ascend.device" if kind in DEVICE_KINDS else "ascend.plog"
 
 
@@ -44,6 +48,7 @@ def all_streams(namespace: str) -> list[str]:
         f"logs-ascend.plog-{namespace}",
         f"logs-ascend.device-{namespace}",
         f"logs-ascend.profiling-{namespace}",
+        f"logs-ascend.debug-{namespace}",
         events_stream(namespace),
     ]
 

@@ -1,0 +1,78 @@
+"""The findings of one debugging-tool output, worked out in a child process for the agent.
+
+A compare workbook, a monitor folder of a long run (millions of statistics rows) or a big
+sanitizer report is read with pandas and the summaries of `npuwatch precision|monitor|sanitizer
+summary` (analysis/debug_findings.py); the agent lives for months next to training jobs and must
+neither load pandas nor keep the memory, so a child reads the output, prints its digest as JSON
+and exits:
+
+    python -m npuwatch.agent.debug_digest KIND PATH     # one JSON document on stdout
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from npuwatch.analysis.debug_findings import OutputDigest, digest_output
+
+
+class DigestFailed(Exception):
+    """The child could not read the output; the message says why, in one line."""
+
+
+def digest_in_child(kind: str, path: Path, timeout_s: float = 600.0) -> OutputDigest:
+    """`digest_output(kind, path)` in a child interpreter (see the module docstring)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "npuwatch.agent.debug_digest", kind, str(path)],
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise DigestFailed(f"reading it took longer than {timeout_s:g} s") from error
+    if done.returncode != 0:
+        lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise DigestFailed(lines[-1] if lines else f"exit status {done.returncode}")
+    return OutputDigest(**json.loads(done.stdout))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m npuwatch.agent.debug_digest KIND PATH\n")
+        return 2
+    try:
+        digest = digest_output(argv[0], Path(argv[1]))
+    except Exception as error:  # the parent logs this line
+        sys.stderr.write(f"{type(error).__name__}: {error}\n")
+        return 1
+    document = {
+        "kind": digest.kind,
+        "entries": digest.entries,
+        "figures": digest.figures,
+        "problems": digest.problems,
+    }
+    json.dump(_plain(document), sys.stdout, ensure_ascii=False, allow_nan=False)
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    """JSON values only: NaN and inf (a gradient norm that overflowed) become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    return str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,135 @@
+"""The msOpProf summary as people read it on a terminal: the operators, then one block per
+launch with its four key figures (bound, AI Core utilisation, bandwidth, copy share) first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from npuwatch.analysis.opprof_figures import Share
+from npuwatch.analysis.opprof_summary import Hotspot, LaunchReport, OpProfSummary, launch_title
+from npuwatch.analysis.profile_text import duration, shorten
+from npuwatch.terminal import Palette
+
+_Add = Callable[[str], None]
+_NAME_WIDTH = 40
+_CODE_WIDTH = 60
+
+
+def render_opprof_summary(summary: OpProfSummary, palette: Palette) -> str:
+    out: list[str] = []
+    add = out.append
+    add(palette.bold(f"npuwatch profile summary of {summary.root} (msOpProf)"))
+    width = max((len(run.label) for run in summary.runs), default=0)
+    for run in summary.runs:
+        plural = "launch" if run.launches == 1 else "launches"
+        add(f"  {run.label:<{width}}  {run.layout:<16} {run.launches:>4} {plural}")
+    add("")
+    _operators(summary, palette, add)
+    shown = len(summary.launches)
+    more = (
+        f" (the {shown} longest of {summary.launch_count})" if shown < summary.launch_count else ""
+    )
+    add(palette.bold(f"Launches{more}"))
+    for report in summary.launches:
+        _launch(report, palette, add)
+    if summary.findings:
+        add(palette.bold("Findings"))
+        for finding in summary.findings:
+            add("  " + palette.highlight(finding.kind.replace("_", " ") + ": ") + finding.message)
+        add("")
+    if summary.problems:
+        add(palette.bold(f"Problems reading the profile ({len(summary.problems)})"))
+        out.extend(f"  {problem}" for problem in summary.problems)
+        add("")
+    count = len(summary.findings)
+    add(f"Result: {count} finding{'s' if count != 1 else ''}." if count else "Result: no findings.")
+    return "\n".join(out)
+
+
+def _operators(summary: OpProfSummary, palette: Palette, add: _Add) -> None:
+    if not summary.operators:
+        add("No launch has a Task Duration (no OpBasicInfo.csv): nothing to add up per operator.")
+        add("")
+        return
+    add(palette.bold("Operators by total duration"))
+    add(
+        f"  {'OPERATOR':<{_NAME_WIDTH}} {'TYPE':<7} {'LAUNCHES':>8} {'TOTAL':>10} "
+        f"{'AVG':>10} {'MAX':>10}  BOUND (LONGEST LAUNCH)"
+    )
+    for total in summary.operators[: summary.top]:
+        add(
+            f"  {shorten(total.op_name, _NAME_WIDTH):<{_NAME_WIDTH}} {total.op_type:<7} "
+            f"{total.count:>8} {duration(total.total_us):>10} {duration(total.avg_us):>10} "
+            f"{duration(total.max_us):>10}  {total.bound_label}"
+        )
+    add("")
+
+
+def _launch(report: LaunchReport, palette: Palette, add: _Add) -> None:
+    kind = f" [{report.op_type}]" if report.op_type else ""
+    soc = f" on {report.soc_version}" if report.soc_version else ""
+    where = report.run if report.folder == "." else f"{report.run}/{report.folder}"
+    add("  " + palette.bold(launch_title(report)) + kind + soc + f"  {where}")
+    blocks = "-" if report.block_dim is None else str(report.block_dim)
+    if report.mix_block_dim is not None:
+        blocks += f" (mix {report.mix_block_dim})"
+    add(
+        f"    duration {duration(report.duration_us)}, block dim {blocks}, "
+        f"AI Core {_frequency(report, palette)}"
+    )
+    if not report.metrics:
+        add("    no metric CSV (--aic-metrics=BasicInfo, or a simulator run)")
+    else:
+        _figures(report, add)
+    _hotspots("hottest lines", report.code_hotspots, add)
+    _hotspots("hottest instructions", report.instruction_hotspots, add)
+    add("")
+
+
+def _figures(report: LaunchReport, add: _Add) -> None:
+    figures = report.figures
+    add(f"    bound                {figures.bound_label}")
+    utilisation = (
+        f"{figures.core_utilisation_pct:.1f}% ({figures.core_utilisation_pipe})"
+        if figures.core_utilisation_pct is not None
+        else "-"
+    )
+    add(f"    AI Core utilisation  {utilisation}")
+    bandwidth = []
+    if figures.bandwidth_usage_pct is not None:
+        bandwidth.append(f"{figures.bandwidth_usage_pct:.1f}% of {figures.bandwidth_channel}")
+    if figures.main_memory_gb_s is not None:
+        bandwidth.append(f"main memory {figures.main_memory_gb_s:.1f} GB/s")
+    add(f"    bandwidth use        {', '.join(bandwidth) or '- (no Memory.csv)'}")
+    copies = (
+        "-" if figures.copy_share_pct is None else f"{figures.copy_share_pct:.1f}% of core time"
+    )
+    add(f"    copy share (MTE)     {copies}")
+    if figures.pipes:
+        add(f"    pipes                {_shares(figures.pipes)}")
+    if figures.l2_hit_rate_pct is not None:
+        add(f"    L2 hit rate          {figures.l2_hit_rate_pct:.1f}%")
+    if figures.conflicts:
+        add(f"    conflicts, waits     {_shares(figures.conflicts)}")
+
+
+def _frequency(report: LaunchReport, palette: Palette) -> str:
+    current, rated = report.current_freq_mhz, report.rated_freq_mhz
+    if current is None:
+        return "frequency -" if rated is None else f"rated {rated:g} MHz"
+    text = f"{current:g}" + (f"/{rated:g}" if rated is not None else "") + " MHz"
+    return palette.highlight(text + " (down-clocked)") if report.down_clocked else text
+
+
+def _shares(shares: Sequence[Share]) -> str:
+    return ", ".join(f"{share.name} {share.pct:.1f}%" for share in shares)
+
+
+def _hotspots(title: str, spots: Sequence[Hotspot], add: _Add) -> None:
+    if not spots:
+        return
+    add(f"    {title} (cycles over all simulated cores)")
+    for spot in spots:
+        pipe = f" {spot.pipe}" if spot.pipe else ""
+        calls = f"  ×{spot.call_count}" if spot.call_count is not None else ""
+        add(f"      {spot.cycles:>10.0f}  {shorten(spot.what, _CODE_WIDTH)}{pipe}{calls}")

@@ -1,0 +1,70 @@
+"""`npuwatch monitor summary`: read the monitor output, summarise, print (and draw)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from npuwatch.analysis.monitor_spikes import DEFAULT_OPS, SpikeSettings
+from npuwatch.analysis.monitor_summary import MonitorSummary, summarise_monitor
+from npuwatch.analysis.monitor_text import render_monitor_summary
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.commands.report_output import draw, matplotlib_missing, print_report
+
+if TYPE_CHECKING:
+    from npuwatch.parsers.debug_tools.monitor import MonitorRun
+
+WHAT_TO_GIVE = "give msprobe monitor's output folder ($MONITOR_OUTPUT_DIR, ./monitor_output)"
+_Plotter = Callable[["MonitorRun", MonitorSummary, str, Path], None]
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    root = Path(args.path)
+    plot = _plotter() if args.plot else None
+    run = _read(root)
+    settings = SpikeSettings(
+        ratio=args.spike_ratio,
+        window=args.spike_window,
+        ops=tuple(dict.fromkeys(args.spike_op)) if args.spike_op else DEFAULT_OPS,
+    )
+    summary = summarise_monitor(run, top=args.top, spikes=settings)
+    if plot is not None:
+        draw(lambda path: plot(run, summary, args.metric, path), args.plot)
+    print_report(
+        summary.to_dict, lambda palette: render_monitor_summary(summary, palette), args.json
+    )
+    return EXIT_FINDINGS if summary.findings else EXIT_OK
+
+
+def _read(root: Path) -> MonitorRun:
+    """The monitor output under `root`, or one error line and exit 2."""
+    from npuwatch.parsers.debug_tools.monitor import load_monitor  # noqa: PLC0415 - pandas
+
+    if not root.exists():
+        fail(f"monitor folder {root} does not exist: {WHAT_TO_GIVE}")
+    if not root.is_dir():
+        fail(f"{root} is a file: {WHAT_TO_GIVE}")
+    if not os.access(root, os.R_OK | os.X_OK):
+        fail(f"cannot read {root}: permission denied (run as the user that owns it)")
+    run = load_monitor(root)
+    if not run.tables and not run.anomalies and not run.analysed:
+        if run.problems:
+            fail(f"nothing readable in {root}: {run.problems[0]}")
+        fail(
+            f"no monitor output in {root}: expected <data type>_<first>-<last>.csv files "
+            "(grad_reduced_0-4.csv ...) or anomaly_detected/*.json; the monitor must write "
+            'format "csv"'
+        )
+    return run
+
+
+def _plotter() -> _Plotter:
+    """The chart writer, or a usage error when matplotlib is not installed."""
+    try:
+        from npuwatch.analysis.monitor_plot import write_plot  # noqa: PLC0415 - only for --plot
+    except ImportError:
+        matplotlib_missing()
+    return write_plot

@@ -1,0 +1,184 @@
+"""msOpProf (`msprof op`) result folders, OPPROF_<ts>_<16 letters>, read into launches.
+
+An OPPROF folder holds one operator launch flattened at its root (`<Metric>.csv`), several
+launches of one device (`<OpName>/<n>/<Metric>_<ts17>.csv`), or several devices
+(`device<id>/<OpName>/<n>/…`); a parent folder may hold several OPPROF folders. Every launch
+folder is read the same way, and its device, operator and launch number come from its path.
+
+The CSVs end every line with a comma, write empty cells as `NA` (older builds `N/A`) and change
+their columns with the chip and the CANN version, so columns are looked up by name and a cell is
+kept only when it holds a number. `dump/op_basic_info.txt` (Key=Value) fills what
+OpBasicInfo.csv lacks. Simulator runs add per-core `<core>_code_exe.csv` (source lines) and
+`<core>_instr_exe.csv` (instructions, with a quoted `detail`) under `simulator/`.
+
+Nothing here raises on a damaged file: what could not be read is a problem `file:line: what`.
+
+The on-board metric CSVs and OpBasicInfo are opprof_metrics, the simulator's hotspots
+opprof_simulator, the CSV reading both share opprof_files; this module finds the launches of a
+folder and its layout. It re-exports every name it had before that split, so the commands,
+the analysis and the tests keep importing them from here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from npuwatch.parsers.debug_tools.opprof_files import listing, read_opprof_csv
+from npuwatch.parsers.debug_tools.opprof_metrics import (
+    BASIC_INFO,
+    METRICS,
+    BlockRow,
+    MetricTable,
+    OpBasicInfo,
+    basic_info,
+    metric_table,
+    with_dump,
+)
+from npuwatch.parsers.debug_tools.opprof_simulator import (
+    CodeLine,
+    Instruction,
+    SimulatedCore,
+    simulated_cores,
+)
+
+__all__ = [
+    "BASIC_INFO",
+    "DEVICES",
+    "LAUNCHES",
+    "METRICS",
+    "RESULT_FOLDER",
+    "SINGLE",
+    "BlockRow",
+    "CodeLine",
+    "Instruction",
+    "MetricTable",
+    "OpBasicInfo",
+    "OpLaunch",
+    "OpProfRun",
+    "SimulatedCore",
+    "is_opprof_folder",
+    "load_opprof",
+    "read_opprof_run",
+]
+
+RESULT_FOLDER = re.compile(r"^OPPROF_\d{14}_[A-Z]{16}$")
+_CSV_NAME = re.compile(r"^(?P<metric>[A-Za-z0-9]+?)(?:_\d{17})?\.csv$")
+_DEVICE_FOLDER = re.compile(r"^device(\d+)$")
+SINGLE, LAUNCHES, DEVICES = "single launch", "several launches", "several devices"
+
+
+@dataclass(frozen=True)
+class OpLaunch:
+    """One launch of one operator: its basic info, metric tables and simulator hotspots."""
+
+    folder: str
+    """Relative to the OPPROF folder; `.` for a flattened single launch."""
+    op_name: str
+    """From OpBasicInfo, else the `<OpName>` folder; empty when neither names it."""
+    device_id: int | None
+    launch: int | None
+    basic: OpBasicInfo
+    metrics: dict[str, MetricTable]
+    cores: tuple[SimulatedCore, ...] = ()
+
+
+@dataclass(frozen=True)
+class OpProfRun:
+    """One OPPROF_* folder."""
+
+    source: Path
+    layout: str
+    """SINGLE, LAUNCHES or DEVICES."""
+    launches: tuple[OpLaunch, ...]
+    problems: tuple[str, ...] = field(default=())
+
+
+def is_opprof_folder(path: Path) -> bool:
+    """Whether `path` is an OPPROF_* folder or directly holds one."""
+    if not path.is_dir():
+        return False
+    if path.name.startswith("OPPROF_"):
+        return True
+    return any(child.is_dir() and child.name.startswith("OPPROF_") for child in listing(path))
+
+
+def load_opprof(root: Path) -> list[OpProfRun]:
+    """The OPPROF runs at `root`: itself, or the OPPROF_* folders it holds (sorted by name)."""
+    if root.name.startswith("OPPROF_"):
+        return [read_opprof_run(root)]
+    folders = [p for p in listing(root) if p.is_dir() and p.name.startswith("OPPROF_")]
+    return [read_opprof_run(folder) for folder in folders]
+
+
+def read_opprof_run(root: Path) -> OpProfRun:
+    """Every launch of one OPPROF folder, in path order (op name, launch number)."""
+    problems: list[str] = []
+    if not RESULT_FOLDER.match(root.name):
+        problems.append(f"{root}: not named OPPROF_<YYYYmmddHHMMSS>_<16 letters>; read anyway")
+    launches = [
+        _read_launch(root, folder, problems) for folder in sorted(_launch_folders(root), key=_order)
+    ]
+    if not launches:
+        problems.append(f"{root}: no OpBasicInfo, metric CSV or simulator/ folder in it")
+    parts = [launch.folder.split("/") for launch in launches]
+    if any(_DEVICE_FOLDER.match(part[0]) for part in parts if len(part) > 2):
+        layout = DEVICES
+    elif launches and all(launch.folder == "." for launch in launches):
+        layout = SINGLE
+    else:
+        layout = LAUNCHES
+    return OpProfRun(root, layout, tuple(launches), tuple(problems))
+
+
+def _launch_folders(root: Path) -> Iterator[Path]:
+    """Folders that hold a launch's results; `dump/` and `simulator/` belong to their parent."""
+    entries = listing(root)
+    names = {entry.name for entry in entries}
+    if "simulator" in names or any(
+        entry.is_file() and _CSV_NAME.match(entry.name) and _metric(entry.name) for entry in entries
+    ):
+        yield root
+        return
+    for entry in entries:
+        if entry.is_dir() and entry.name not in ("dump", "simulator"):
+            yield from _launch_folders(entry)
+
+
+def _order(folder: Path) -> list[tuple[int, int | str]]:
+    """Launch 10 after launch 9: numbers compare as numbers."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in folder.parts]
+
+
+def _metric(name: str) -> str | None:
+    match = _CSV_NAME.match(name)
+    metric = match.group("metric") if match else None
+    return metric if metric in (*METRICS, BASIC_INFO) else None
+
+
+def _read_launch(root: Path, folder: Path, problems: list[str]) -> OpLaunch:
+    relative = folder.relative_to(root).as_posix()
+    parts = [] if relative == "." else relative.split("/")
+    device = next((int(m.group(1)) for p in parts if (m := _DEVICE_FOLDER.match(p))), None)
+    launch = next((int(part) for part in reversed(parts) if part.isdigit()), None)
+    named = [p for p in parts if not p.isdigit() and not _DEVICE_FOLDER.match(p)]
+    metrics: dict[str, MetricTable] = {}
+    basic = OpBasicInfo()
+    for path in listing(folder):
+        metric = _metric(path.name) if path.is_file() else None
+        if metric is None:
+            continue
+        rows = read_opprof_csv(path, problems)
+        if metric == BASIC_INFO:
+            basic = basic_info(path, rows, problems)
+        else:
+            metrics[metric] = metric_table(metric, path, rows, problems)
+    basic = with_dump(basic, folder / "dump" / "op_basic_info.txt", problems)
+    # A flattened launch without OpBasicInfo (a simulator run) has no name anywhere.
+    op_name = basic.op_name or (named[-1] if named else "")
+    if basic.device_id is not None and device is None:
+        device = basic.device_id
+    cores = tuple(simulated_cores(folder / "simulator", problems))
+    return OpLaunch(relative, op_name, device, launch, basic, metrics, cores)
