@@ -8,10 +8,13 @@ split them, then times, each in a fresh interpreter:
 
 - reference: `pandas.read_csv` of every file with its defaults (the floor: no checks, no
   rank, no analysis);
-- npuwatch: `load_monitor` + `summarise_monitor` (every check of the parser, NaN counts and the
-  spike search), the whole of `npuwatch monitor summary` but the printing.
+- npuwatch streaming: `summarise_monitor_folder` (every check of the parser, NaN counts and the
+  spike search, one file at a time), the whole of `npuwatch monitor summary` but the printing;
+- npuwatch whole: `load_monitor` + `summarise_monitor`, every row held at once (what `--plot`
+  needs).
 
-Prints rows/s, MB/s, wall and CPU time, peak RSS of each, and the ratio of the wall times.
+Prints rows/s, MB/s, wall and CPU time, peak RSS of each, and the ratios of wall time and peak
+RSS to the reference's.
 """
 
 from __future__ import annotations
@@ -37,12 +40,13 @@ root = Path(sys.argv[2])
 if sys.argv[1] == "reference":
     import pandas
     rows = sum(len(pandas.read_csv(path)) for path in sorted(root.rglob("*.csv")))
+elif sys.argv[1] == "streaming":
+    from npuwatch.analysis.monitor_summary import summarise_monitor_folder
+    rows = sum(table.rows for table in summarise_monitor_folder(root).tables)
 else:
     from npuwatch.analysis.monitor_summary import summarise_monitor
     from npuwatch.parsers.debug_tools.monitor import load_monitor
-    run = load_monitor(root)
-    rows = sum(len(table.frame) for table in run.tables)
-    summary = summarise_monitor(run)
+    rows = sum(table.rows for table in summarise_monitor(load_monitor(root)).tables)
 print(json.dumps({
     "rows": rows,
     "seconds": time.perf_counter() - started,
@@ -107,18 +111,23 @@ def main() -> None:
             f"files, {size / 1e6:.1f} MB"
         )
         print(f"{'':30} {'rows/s':>10} {'MB/s':>7} {'wall s':>7} {'cpu s':>6} {'peak RSS':>9}")
-        walls = {}
+        results = {}
         for label, what in (
             ("reference pandas.read_csv", "reference"),
-            ("npuwatch load + summarise", "npuwatch"),
+            ("npuwatch streaming summary", "streaming"),
+            ("npuwatch whole load+summary", "whole"),
         ):
-            figures = measure(what, root)
-            seconds = walls[what] = figures["seconds"]
+            figures = results[what] = measure(what, root)
+            seconds = figures["seconds"]
             print(
                 f"{label:30} {figures['rows'] / seconds:>10,.0f} {size / 1e6 / seconds:>7.1f} "
                 f"{seconds:>7.2f} {figures['cpu']:>6.2f} {figures['rss_mb']:>7.0f} MB"
             )
-        print(f"npuwatch / read_csv wall time: {walls['npuwatch'] / walls['reference']:.2f}×")
+        reference = results["reference"]
+        for what in ("streaming", "whole"):
+            wall = results[what]["seconds"] / reference["seconds"]
+            rss = results[what]["rss_mb"] / reference["rss_mb"]
+            print(f"npuwatch {what} / read_csv: wall time {wall:.2f}×, peak RSS {rss:.2f}×")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

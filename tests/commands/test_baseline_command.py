@@ -218,6 +218,14 @@ def test_compare_passes_an_unchanged_run(
     assert document["total"]["delta_us"] == 0.0
 
 
+def test_a_training_profile_has_no_msopprof_key_figures_to_compare(
+    archive: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, document = compare_json(archive, profile(tmp_path / "same"), capsys)
+    assert status == 0 and document["opprof_figures"] is None
+    assert document["rules"]["figure_threshold_pp"] == 10.0
+
+
 @pytest.mark.parametrize(("threshold", "status"), [("10%", 0), ("10", 0), ("4%", 1), ("4", 1)])
 def test_a_5_percent_slowdown_fails_only_a_threshold_under_5_percent(
     archive: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], threshold: str, status: int

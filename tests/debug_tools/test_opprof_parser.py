@@ -127,6 +127,12 @@ def test_damaged_files_are_problems_that_name_file_and_line() -> None:
         f"{where}/PipeUtilization.csv:3: aiv_scalar_ratio 'n/a?' is not a number; left empty",
         f"{where}/PipeUtilization.csv:5: block_id 'x' is not a whole number; row skipped",
         f"{where}/dump/op_basic_info.txt:2: no Key=Value; line skipped",
+        f"{where}/trace.json:5: not whole JSON (Unterminated string starting at, column 57); "
+        "read the 3 events before it",
+        f"{where}/trace.json: AIV BLOCK1 on core1.veccore0: START without its END; "
+        "block not counted",
+        f"{where}/visualize_data.bin: block 2 at byte 84 (Trace): contentSize 1099511627776 "
+        "exceeds the 16 bytes left in the file; rest of the file skipped",
     ]
     assert [row.block_id for row in launch.metrics["PipeUtilization"].rows] == [0, 1]
     assert launch.metrics["Memory"].rows == ()

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fixtures.debug_tools.make_opprof import write_opprof
+from fixtures.debug_tools.make_opprof import MEMORY_BOUND_ADVICE, write_opprof
 
 from npuwatch.analysis.opprof_summary import LaunchReport, summarise_opprof
 from npuwatch.parsers.debug_tools.opprof import load_opprof
@@ -72,6 +72,65 @@ def test_simulator_hotspots_add_the_cores_up() -> None:
     lines = report.code_hotspots
     assert lines[0].cycles == 62388 + 56149 and lines[0].cores == 2
     assert report.instruction_hotspots[0].pipe == "MTE2"
+
+
+def test_mc2_launches_show_their_communication_per_link_and_block_spread() -> None:
+    launches = _launches("OPPROF_20260605170714_RYQFPTCBYWBFCNBI")
+    waiting = launches["allgather_matmul_mix_aic/1/0"]
+    communication = waiting.communication
+    assert communication is not None
+    assert (communication.tasks, communication.size_bytes) == (5, 9 * 2**20)
+    assert communication.time_us == pytest.approx(60.1)
+    assert communication.gb_s == pytest.approx(9 * 2**20 / (9.8 + 22.6 + 21.0) / 1e3)
+    assert [(link.link_type, link.tasks) for link in communication.links] == [
+        ("HCCS", 3), ("ON_CHIP", 1), ("ROCE", 1),
+    ]  # fmt: skip
+    spread = waiting.block_spread
+    assert spread is not None and spread.imbalanced and spread.blocks == 3
+    assert spread.slowest == "AIC BLOCK0 (core0.cubecore0)" and spread.slowest_us == 40.0
+    assert spread.spread_pct == pytest.approx(100 * (40.0 / 31.2 - 1))
+    computing = launches["allgather_matmul_mix_aic/0/0"].block_spread
+    assert computing is not None and not computing.imbalanced
+    assert computing.spread_pct == pytest.approx(100 * (28.4 / 27.62 - 1))
+
+
+def test_the_memory_bound_launch_carries_msopprof_advice_and_its_blocks() -> None:
+    (report,) = _launches("OPPROF_20250302093000_MEMBOUNDVECTORAB").values()
+    assert report.advice == MEMORY_BOUND_ADVICE and report.communication is None
+    assert report.visualize_blocks == ["OpBasicInfo", "Trace", "Code", "RoofLine"]
+    assert report.block_spread is not None and report.block_spread.blocks == 4
+    assert not report.block_spread.imbalanced
+
+
+def test_simulator_pipes_are_summed_over_the_cores_of_the_trace() -> None:
+    (report,) = _launches("OPPROF_20250302100000_SIMULATORRUNABCD").values()
+    assert [(p.pipe, round(p.busy_us, 3), p.instructions, p.cores) for p in report.trace_pipes] == [
+        ("MTE2", 7.98, 6, 2), ("VECTOR", 3.42, 6, 2), ("MTE3", 1.8, 6, 2),
+    ]  # fmt: skip
+
+
+def test_launches_without_trace_files_keep_their_json_keys() -> None:
+    summary = summarise_opprof(load_opprof(REPO / OPPROF), root=OPPROF, top=20)
+    launches = {(r["run"], r["folder"]): r for r in summary.to_dict()["launches"]}
+    plain = launches["OPPROF_20250302094500_COMPUTEBOUNDMIXC", "matmul_mix_aic/0"]
+    for key in ("advice", "visualize_blocks", "communication", "block_spread", "trace_pipes"):
+        assert key not in plain
+    mc2 = launches["OPPROF_20260605170714_RYQFPTCBYWBFCNBI", "device1/allgather_matmul_mix_aic/0"]
+    assert mc2["communication"]["links"][0] == {
+        "link_type": "HCCS", "transport_type": "SDMA", "tasks": 3, "size_bytes": 4194304.0,
+        "time_us": 29.3, "transfer_us": 22.6, "gb_s": 185.589,
+    }  # fmt: skip
+    assert mc2["block_spread"]["imbalanced"] is True and "advice" not in mc2
+
+
+def test_the_text_names_a_load_imbalance_and_lists_the_advice() -> None:
+    code, out, _ = run("profile", "summary", f"{OPPROF}/OPPROF_20260605170714_RYQFPTCBYWBFCNBI")
+    assert code == 0
+    assert "    communication        5 tasks, 60.1 µs: 9.0 MiB moved at 176.7 GB/s" in out
+    assert "      ROCE/RDMA          1 task, 21.0 µs: 1.0 MiB moved at 49.9 GB/s" in out
+    assert "load imbalance? AIC BLOCK0 (core0.cubecore0) ran 28.2% longer" in out
+    code, out, _ = run("profile", "summary", f"{OPPROF}/OPPROF_20250302093000_MEMBOUNDVECTORAB")
+    assert "    msOpProf advice\n      - The MTE2 pipe of the vector cores" in out
 
 
 def run(*args: str, cwd: Path = REPO) -> tuple[int, str, str]:

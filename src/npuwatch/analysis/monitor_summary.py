@@ -6,6 +6,10 @@ msprobe's anomaly detection fired (grouped by rule), the statistics that were Na
 steps before it). Per rank: the first step where any of these happened, the last step
 recorded and the latest gradient norm. Each anomaly group, NaN group and spike group is a
 finding. The text rendering is monitor_text, the chart monitor_plot.
+
+`summarise_monitor_folder` reads a folder one step-range file at a time (monitor_digest) and
+holds no more than a file and what is carried over; `summarise_monitor` summarises a run
+already loaded whole (for the chart), with the same digest, so both give the same summary.
 """
 
 from __future__ import annotations
@@ -13,18 +17,27 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from npuwatch.analysis.monitor_spikes import SpikeSettings, find_spikes
+from npuwatch.analysis.monitor_digest import ColumnsDiffer, TableDigest
+from npuwatch.analysis.monitor_spikes import SpikeSettings, StepsGoBack
 from npuwatch.parsers.debug_tools.monitor import (
     UNKNOWN_RANK,
     Anomaly,
     MonitorRun,
-    StatisticsTable,
+    load_monitor,
+    read_alerts,
 )
+from npuwatch.parsers.debug_tools.monitor_files import read_pieces, statistics_files
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 DEFAULT_TOP = 10
+PIECE_ROWS = 320_000
+"""Rows digested at once from a table loaded whole: a 5,000-step file of 64 parameters."""
 GRADIENT_TYPES = ("grad_reduced", "grad_unreduced")
 """Where the latest gradient norm of a rank is read, in this order of preference."""
 
@@ -115,25 +128,77 @@ class MonitorSummary:
 def summarise_monitor(
     run: MonitorRun, *, top: int = DEFAULT_TOP, spikes: SpikeSettings | None = None
 ) -> MonitorSummary:
+    """The summary of a run loaded whole (each table is one piece)."""
     settings = spikes or SpikeSettings()
-    anomalies = _anomaly_groups(run.anomalies, top)
-    nans = [group for table in run.tables for group in _nan_groups(table, top)]
-    spike_groups = [group for table in run.tables for group in _spike_groups(table, settings, top)]
+    digests = []
+    for table in run.tables:
+        digest = TableDigest(table.data_type, table.rank, settings)
+        for piece in _pieces(table.frame):
+            digest.add(piece)
+        digests.append(digest)
+    return _summary(run.root, digests, run.anomalies, run.analysed, run.problems, top, settings)
+
+
+def _pieces(frame: pd.DataFrame) -> Iterable[pd.DataFrame]:
+    """A whole table as slices of `PIECE_ROWS` rows when its steps never go back (so the
+    digest's temporaries stay the size of a file), else at once."""
+    if len(frame) <= PIECE_ROWS or not frame["step"].is_monotonic_increasing:
+        return [frame]
+    return (frame.iloc[start : start + PIECE_ROWS] for start in range(0, len(frame), PIECE_ROWS))
+
+
+def summarise_monitor_folder(
+    root: Path, *, top: int = DEFAULT_TOP, spikes: SpikeSettings | None = None
+) -> MonitorSummary:
+    """The summary of the monitor output under `root`, read one file at a time.
+
+    A table whose files do not continue one another (different columns, or steps that go back,
+    as two folders of the same rank would give) needs all its rows at once: the run is then
+    loaded whole, so the summary is the same either way.
+    """
+    settings = spikes or SpikeSettings()
+    problems: list[str] = []
+    digests: dict[tuple[str, int], TableDigest] = {}
+    try:
+        for piece in read_pieces(statistics_files(root), root, problems):
+            key = (piece.data_type, piece.rank)
+            if key not in digests:
+                digests[key] = TableDigest(piece.data_type, piece.rank, settings)
+            digests[key].add(piece.frame)
+    except (ColumnsDiffer, StepsGoBack):
+        return summarise_monitor(load_monitor(root), top=top, spikes=settings)
+    alerts = read_alerts(root, problems)
+    tables = [digest for _, digest in sorted(digests.items()) if digest.rows]
+    return _summary(str(root), tables, alerts.anomalies, alerts.analysed, problems, top, settings)
+
+
+def _summary(
+    root: str,
+    tables: Sequence[TableDigest],
+    alerts: Sequence[Anomaly],
+    analysed: Sequence[Anomaly],
+    problems: Sequence[str],
+    top: int,
+    settings: SpikeSettings,
+) -> MonitorSummary:
+    anomalies = _anomaly_groups(alerts, top)
+    nans = [group for table in tables for group in _nan_groups(table, top)]
+    spike_groups = [group for table in tables for group in _spike_groups(table, top)]
     groups = [*anomalies, *nans, *spike_groups]
     return MonitorSummary(
-        root=run.root,
+        root=root,
         top=top,
         spike_ratio=settings.ratio,
         spike_window=settings.window,
         spike_ops=list(settings.ops),
-        tables=[_table_info(table) for table in run.tables],
+        tables=[_table_info(table) for table in tables],
         anomalies=anomalies,
         nans=nans,
         spikes=spike_groups,
-        ranks=_rank_states(run, groups),
-        analysed=[_analysed(anomaly) for anomaly in run.analysed[:top]],
+        ranks=_rank_states(tables, alerts, groups),
+        analysed=[_analysed(anomaly) for anomaly in analysed[:top]],
         findings=[_finding(group) for group in groups],
-        problems=list(run.problems),
+        problems=list(problems),
     )
 
 
@@ -158,34 +223,19 @@ def _anomaly_groups(anomalies: Sequence[Anomaly], top: int) -> list[StepGroup]:
     ]
 
 
-def _nan_groups(table: StatisticsTable, top: int) -> list[StepGroup]:
+def _nan_groups(table: TableDigest, top: int) -> list[StepGroup]:
     """One group per table: the rows with a NaN or inf statistic, or a `nans` count above 0;
     its metric names the ops concerned (`norm,max,nans`)."""
-    import numpy as np  # noqa: PLC0415 - with pandas, only for the monitor command
-
-    frame = table.frame
-    any_bad = np.zeros(len(frame), dtype=bool)
-    ops = []
-    for op in table.ops:
-        values = frame[op].to_numpy(dtype="float64")
-        bad = ~np.isfinite(values)
-        if op == "nans":
-            bad |= values > 0
-        if bad.any():
-            ops.append(op)
-            any_bad |= bad
+    ops = table.nan_ops
     if not ops:
         return []
-    rows = frame[any_bad]
-    pairs = zip(rows["step"].tolist(), map(str, rows["name"].tolist()), strict=True)
     key = (table.data_type, ",".join(ops), table.rank, "NaN/inf")
-    return [_group("nan", key, int(any_bad.sum()), list(pairs), top)]
+    return [_group("nan", key, len(table.nan_rows), table.nan_rows, top)]
 
 
-def _spike_groups(table: StatisticsTable, settings: SpikeSettings, top: int) -> list[StepGroup]:
+def _spike_groups(table: TableDigest, top: int) -> list[StepGroup]:
     groups = []
-    for op in (op for op in settings.ops if op in table.ops):
-        spikes = find_spikes(table.frame, op, settings)
+    for op, spikes in table.spikes():
         if spikes:
             key = (table.data_type, op, table.rank, "spike")
             pairs = [(spike.step, spike.name) for spike in spikes]
@@ -221,13 +271,13 @@ def _group(
     )
 
 
-def _rank_states(run: MonitorRun, groups: Sequence[StepGroup]) -> list[RankState]:
-    ranks = sorted(
-        {table.rank for table in run.tables} | {anomaly.rank for anomaly in run.anomalies}
-    )
+def _rank_states(
+    tables: Sequence[TableDigest], alerts: Sequence[Anomaly], groups: Sequence[StepGroup]
+) -> list[RankState]:
+    ranks = sorted({table.rank for table in tables} | {anomaly.rank for anomaly in alerts})
     states = []
     for rank in ranks:
-        tables = [table for table in run.tables if table.rank == rank]
+        mine_tables = [table for table in tables if table.rank == rank]
         mine = sorted(
             (group for group in groups if group.rank == rank),
             key=lambda group: (group.first_step, group.kind != "anomaly"),
@@ -236,33 +286,33 @@ def _rank_states(run: MonitorRun, groups: Sequence[StepGroup]) -> list[RankState
         states.append(
             RankState(
                 rank=rank,
-                last_step=max((int(table.frame["step"].max()) for table in tables), default=None),
+                last_step=max(
+                    (table.last_step for table in mine_tables if table.last_step is not None),
+                    default=None,
+                ),
                 first_trouble_step=first.first_step if first else None,
                 first_trouble=f"{first.rule} {first.data_type} {first.metric}" if first else "",
-                **_latest_gradient(tables),
+                **_latest_gradient(mine_tables),
             )
         )
     return states
 
 
-def _latest_gradient(tables: Sequence[StatisticsTable]) -> dict[str, Any]:
+def _latest_gradient(tables: Sequence[TableDigest]) -> dict[str, Any]:
     """The gradient norm of the last step: over all parameters, and the largest one."""
     import numpy as np  # noqa: PLC0415 - with pandas
 
     for data_type in GRADIENT_TYPES:
         table = next((t for t in tables if t.data_type == data_type and "norm" in t.ops), None)
-        if table is None:
+        if table is None or table.latest is None:
             continue
-        frame = table.frame
-        step = int(frame["step"].max())
-        last = frame[frame["step"] == step]
-        norms = last["norm"].to_numpy(dtype="float64")
+        norms = table.latest.norms
         largest = int(np.nanargmax(np.abs(norms))) if np.isfinite(norms).any() else 0
         return {
             "grad_norm": float(np.sqrt(np.sum(norms**2))),
             "grad_norm_type": data_type,
-            "grad_norm_step": step,
-            "largest_name": str(last["name"].iloc[largest]),
+            "grad_norm_step": table.latest.step,
+            "largest_name": table.latest.names[largest],
             "largest_norm": float(norms[largest]),
         }
     return {
@@ -274,16 +324,15 @@ def _latest_gradient(tables: Sequence[StatisticsTable]) -> dict[str, Any]:
     }
 
 
-def _table_info(table: StatisticsTable) -> TableInfo:
-    steps = table.frame["step"]
+def _table_info(table: TableDigest) -> TableInfo:
     return TableInfo(
         data_type=table.data_type,
         rank=table.rank,
         ops=list(table.ops),
-        rows=len(table.frame),
-        names=len(table.frame["name"].cat.categories),
-        first_step=int(steps.min()),
-        last_step=int(steps.max()),
+        rows=table.rows,
+        names=table.names,
+        first_step=table.first_step if table.first_step is not None else 0,
+        last_step=table.last_step if table.last_step is not None else 0,
     )
 
 

@@ -4,6 +4,9 @@ For every launch of every OPPROF folder: its duration, block dim and AI Core fre
 run below the rated frequency is a finding: its times are not comparable), the key figures of
 opprof_figures (pipe shares and the bound, AI Core utilisation, bandwidth use, copy share, L2 hit
 rate, conflicts) and, for simulator runs, the hottest source lines and instructions of all cores.
+What its trace.json and visualize_data.bin add (msOpProf's advice, the communication of MC2
+operators, the block spread, the simulator's pipe times) is opprof_trace_summary; those keys are
+left out of the JSON of a launch that has neither file.
 Launches of the same operator are added up in an operator table, the biggest total first; the
 baseline library stores that table. Durations are µs; the text rendering is opprof_text.
 """
@@ -15,6 +18,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from npuwatch.analysis.opprof_figures import KeyFigures, key_figures
+from npuwatch.analysis.opprof_trace_summary import (
+    BlockSpread,
+    Communication,
+    PipeTime,
+    trace_figures,
+)
 from npuwatch.analysis.profile_steps import Finding
 from npuwatch.parsers.debug_tools.opprof import OpLaunch, OpProfRun
 
@@ -57,6 +66,16 @@ class LaunchReport:
     figures: KeyFigures
     code_hotspots: list[Hotspot]
     instruction_hotspots: list[Hotspot]
+    advice: list[str] = field(default_factory=list)
+    """msOpProf's own advice (visualize_data.bin)."""
+    visualize_blocks: list[str] = field(default_factory=list)
+    communication: Communication | None = None
+    block_spread: BlockSpread | None = None
+    trace_pipes: list[PipeTime] = field(default_factory=list)
+
+
+_FROM_TRACE = ("advice", "visualize_blocks", "communication", "block_spread", "trace_pipes")
+"""LaunchReport keys that only a launch with a trace.json or visualize_data.bin has."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +121,10 @@ class OpProfSummary:
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of `--json`: stable keys, µs in fields ending in _us."""
         document = {"schema_version": SCHEMA_VERSION, **asdict(self)}
+        for launch in document["launches"]:
+            for key in _FROM_TRACE:
+                if launch[key] in (None, []):
+                    del launch[key]
         return {key: _rounded(value) for key, value in document.items()}
 
 
@@ -162,6 +185,7 @@ def operator_totals(reports: Iterable[LaunchReport]) -> list[OperatorTotal]:
 
 def _launch_report(run: OpProfRun, launch: OpLaunch) -> LaunchReport:
     basic = launch.basic
+    traced = trace_figures(launch)
     current, rated = basic.current_freq_mhz, basic.rated_freq_mhz
     return LaunchReport(
         run=run.source.name,
@@ -188,6 +212,11 @@ def _launch_report(run: OpProfRun, launch: OpLaunch) -> LaunchReport:
               item.running_time_us)
              for core in launch.cores for item in core.instructions
         ),
+        advice=traced.advice,
+        visualize_blocks=traced.visualize_blocks,
+        communication=traced.communication,
+        block_spread=traced.block_spread,
+        trace_pipes=traced.trace_pipes,
     )  # fmt: skip
 
 

@@ -1,5 +1,6 @@
 """The msOpProf summary as people read it on a terminal: the operators, then one block per
-launch with its four key figures (bound, AI Core utilisation, bandwidth, copy share) first."""
+launch with its four key figures (bound, AI Core utilisation, bandwidth, copy share) first, then
+what its trace and visualize_data.bin add (msOpProf's advice, communication, block spans)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from npuwatch.analysis.opprof_figures import Share
 from npuwatch.analysis.opprof_summary import Hotspot, LaunchReport, OpProfSummary, launch_title
+from npuwatch.analysis.opprof_trace_summary import BlockSpread, Communication
 from npuwatch.analysis.profile_text import duration, shorten
 from npuwatch.terminal import Palette
 
@@ -81,6 +83,7 @@ def _launch(report: LaunchReport, palette: Palette, add: _Add) -> None:
         add("    no metric CSV (--aic-metrics=BasicInfo, or a simulator run)")
     else:
         _figures(report, add)
+    _traced(report, palette, add)
     _hotspots("hottest lines", report.code_hotspots, add)
     _hotspots("hottest instructions", report.instruction_hotspots, add)
     add("")
@@ -111,6 +114,56 @@ def _figures(report: LaunchReport, add: _Add) -> None:
         add(f"    L2 hit rate          {figures.l2_hit_rate_pct:.1f}%")
     if figures.conflicts:
         add(f"    conflicts, waits     {_shares(figures.conflicts)}")
+
+
+def _traced(report: LaunchReport, palette: Palette, add: _Add) -> None:
+    """The lines of a launch's trace.json and visualize_data.bin; none without them."""
+    if report.communication:
+        _communication(report.communication, add)
+    if report.block_spread:
+        _block_spread(report.block_spread, palette, add)
+    if report.trace_pipes:
+        cores = max(pipe.cores for pipe in report.trace_pipes)
+        busy = ", ".join(f"{pipe.pipe} {duration(pipe.busy_us)}" for pipe in report.trace_pipes)
+        add(f"    pipes busy (trace)   {busy} (over {cores} core{'s' if cores != 1 else ''})")
+    if report.advice:
+        add("    msOpProf advice")
+        for advice in report.advice:
+            add(f"      - {advice}")
+
+
+def _communication(communication: Communication, add: _Add) -> None:
+    total = _tasks(communication.tasks, communication.time_us, communication.size_bytes,
+                   communication.gb_s)  # fmt: skip
+    add(f"    communication        {total}")
+    for link in communication.links:
+        name = f"{link.link_type or '?'}/{link.transport_type or '?'}"
+        add(f"      {name:<18} {_tasks(link.tasks, link.time_us, link.size_bytes, link.gb_s)}")
+
+
+def _tasks(count: int, time_us: float, size: float, gb_s: float | None) -> str:
+    """`3 tasks, 25.8 µs: 4.0 MiB moved at 180.0 GB/s` (over the tasks that moved bytes)."""
+    plural = "task" if count == 1 else "tasks"
+    moved = f"{_size(size)} moved" + (f" at {gb_s:.1f} GB/s" if gb_s is not None else "")
+    return f"{count} {plural}, {duration(time_us)}: {moved}"
+
+
+def _size(size: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size:.0f} B"
+
+
+def _block_spread(spread: BlockSpread, palette: Palette, add: _Add) -> None:
+    span = f"{spread.blocks} blocks, {duration(spread.fastest_us)} to {duration(spread.slowest_us)}"
+    if spread.spread_pct is None:
+        add(f"    block spans          {span}")
+        return
+    longer = f"{spread.slowest} ran {spread.spread_pct:.1f}% longer than {spread.fastest}"
+    if spread.imbalanced:
+        longer = palette.highlight("load imbalance? ") + longer
+    add(f"    block spans          {span}: {longer}")
 
 
 def _frequency(report: LaunchReport, palette: Palette) -> str:

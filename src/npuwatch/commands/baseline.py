@@ -16,8 +16,10 @@ from npuwatch.analysis.baseline.names import NAME_RULE
 from npuwatch.analysis.baseline.rules import (
     BY_NAME,
     BY_TYPE,
+    DEFAULT_FIGURE_THRESHOLD_PP,
     DEFAULT_MIN_TIME_US,
     DEFAULT_THRESHOLD,
+    FIGURE_THRESHOLD_RULE,
     THRESHOLD_RULE,
 )
 
@@ -36,6 +38,11 @@ examples:
   npuwatch baseline compare ./prof --against latest --model llama2-7b --scenario pretrain-bs8
   npuwatch baseline compare ./prof --against 2025-03-01_llama --by type --top 10
 
+  # msOpProf: a kernel that turns memory-bound, or loses 5 points of AI Core utilisation, fails
+  npuwatch baseline compare ./OPPROF_20260606091500_QWERTYUIOPASDFGH --against latest \\
+      --model matmul --scenario m4096 --figure-threshold 5
+  npuwatch baseline compare ./OPPROF_x --against latest --json | jq '.opprof_figures.operators[]'
+
   # CI: fail the job (exit 1) when an operator is more than 5% slower per launch
   npuwatch baseline compare "$PROF_DIR" --against latest --model llama2-7b \\
       --scenario pretrain-bs8 --threshold 5% --min-time-us 500 --csv > op_diff.csv
@@ -51,7 +58,9 @@ ASCEND_PROFILER_OUTPUT, or a folder holding several (one per rank). All ranks ar
 one operator table; each rank's table is kept too. It may also be msOpProf output (msprof op:
 an OPPROF_* folder, or the folder holding several): each operator's launches and Task Duration
 make the table, so a kernel change that slows an operator fails compare; baseline.json keeps
-each operator's bound and key figures for the record (they are not compared).
+each operator's bound and key figures (of its longest launch), and when both sides are msOpProf
+compare shows them before → now in a section "msOpProf key figures": the bound, AI Core
+utilisation, bandwidth use and copy share, with deltas in percentage points.
 
 {layout}
 
@@ -66,7 +75,10 @@ number (hcom_allReduce__501_0_1) that differs between runs: --by type matches th
 exit status: add and list 0, or 2 for bad usage or input; compare 0 when nothing regressed,
 1 when an operator with at least --min-time-us of baseline time is slower per launch by more
 than the threshold, or the total operator time (per step of one rank when both profiles have
-steps) is, 2 for bad usage or input (an unknown baseline, a folder without a profile).
+steps) is, or (msOpProf) an operator stopped being compute-bound (compute-bound (cube) ->
+memory-bound (MTE2)) or its AI Core utilisation fell by more than --figure-threshold points, 2
+for bad usage or input (an unknown baseline, a folder without a profile). A baseline stored
+before the key figures were kept compares on times only.
 """
 
 
@@ -176,6 +188,14 @@ def _add_compare(actions: Any, epilog: str) -> None:
         "time, in µs (default: %(default)g)",
     )
     compare.add_argument(
+        "--figure-threshold",
+        default=f"{DEFAULT_FIGURE_THRESHOLD_PP:g}",
+        metavar="PP",
+        help="msOpProf: the fall of AI Core utilisation that fails the gate, in "
+        + FIGURE_THRESHOLD_RULE.replace("%", "%%")
+        + "; a kernel that stops being compute-bound always fails (default: %(default)s)",
+    )
+    compare.add_argument(
         "--top",
         type=int,
         metavar="N",
@@ -184,6 +204,10 @@ def _add_compare(actions: Any, epilog: str) -> None:
     )
     formats = compare.add_mutually_exclusive_group()
     formats.add_argument("--json", action="store_true", help="one JSON document, for scripts")
-    formats.add_argument("--csv", action="store_true", help="CSV, one row per operator")
+    formats.add_argument(
+        "--csv",
+        action="store_true",
+        help="CSV, one row per operator (msOpProf: its key figures in columns after the times)",
+    )
     _archive(compare)
     compare.set_defaults(handler="npuwatch.commands.baseline_run:run_compare")

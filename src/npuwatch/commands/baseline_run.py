@@ -20,6 +20,7 @@ from npuwatch.analysis.baseline.archive import (
 )
 from npuwatch.analysis.baseline.compare import compare
 from npuwatch.analysis.baseline.names import BaselineName
+from npuwatch.analysis.baseline.opprof_figures import compare_figures
 from npuwatch.analysis.baseline.report import (
     DEFAULT_TOP,
     CompareReport,
@@ -29,7 +30,7 @@ from npuwatch.analysis.baseline.report import (
     list_document,
     list_text,
 )
-from npuwatch.analysis.baseline.rules import Rules, parse_threshold
+from npuwatch.analysis.baseline.rules import Rules, parse_figure_threshold, parse_threshold
 from npuwatch.analysis.baseline.snapshot import (
     Snapshot,
     opprof_snapshot,
@@ -117,28 +118,37 @@ def run_compare(args: argparse.Namespace) -> int:
     if info.problem:
         error(f"warning: {info.problem}; the total is compared over the whole profile")
     current = _profile(args.prof_dir)
-    report = CompareReport(compare(baseline, current, rules), info, baseline, current)
+    figures = compare_figures(
+        baseline.opprof_figures, current.opprof_figures, rules.figure_threshold_pp
+    )
+    report = CompareReport(compare(baseline, current, rules), info, baseline, current, figures)
     out = sys.stdout
     if args.json:
         out.write(as_json(report, args.top))
     elif args.csv:
-        out.write(as_csv(report.comparison, args.top))
+        out.write(as_csv(report.comparison, args.top, figures))
     else:
         top = DEFAULT_TOP if args.top is None else args.top
         out.write(as_text(report, Palette(wants_colour(out)), top))
-    return EXIT_FINDINGS if report.comparison.regressed else EXIT_OK
+    return EXIT_FINDINGS if report.regressed else EXIT_OK
 
 
 def _rules(args: argparse.Namespace) -> Rules:
     try:
         threshold = parse_threshold(args.threshold)
+        figure_threshold = parse_figure_threshold(args.figure_threshold)
     except ValueError as problem:
         fail(str(problem))
     if not (math.isfinite(args.min_time_us) and args.min_time_us >= 0):
         fail(f"--min-time-us {args.min_time_us:g}: give 0 or more microseconds, such as 100")
     if args.top is not None and args.top < 0:
         fail(f"--top {args.top}: give a number of rows, or 0 for all")
-    return Rules(threshold_pct=threshold, min_time_us=args.min_time_us, by=args.by)
+    return Rules(
+        threshold_pct=threshold,
+        min_time_us=args.min_time_us,
+        by=args.by,
+        figure_threshold_pp=figure_threshold,
+    )
 
 
 def _archive_root(args: argparse.Namespace) -> Path:

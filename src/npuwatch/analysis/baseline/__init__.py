@@ -7,6 +7,8 @@
 - `snapshot`: a set of profiling runs, or a stored baseline, as one operator table with the step
   counts needed to compare two of them (pandas);
 - `compare`: the comparison of two snapshots, operator by operator, and the gate (pandas);
+- `opprof_figures`: msOpProf only, each operator's bound and key figures against the
+  baseline's (a kernel no longer compute-bound or a drop of AI Core utilisation fails the gate);
 - `report`: the comparison and the archive as text, JSON or CSV;
 - `search`: `npuwatch grep --baseline`, over the archive's CSV files with the csv module.
 

@@ -2,8 +2,10 @@
 
 The JSON document of a comparison is stable: `schema_version`, `baseline` and `current` (where
 each side came from), `rules`, `regressed`, `counts` per status, `total` and `operators` (the
-fields of ROW_COLUMNS, null where a side has no value). The CSV is the operators alone, with
-the header ROW_COLUMNS. Times are µs, percentages are percent (20.0 is +20 %).
+fields of ROW_COLUMNS, null where a side has no value), and `opprof_figures` (null unless both
+sides are msOpProf output with key figures: opprof_figures.FigureComparison.to_dict). The CSV is
+the operators, with the header ROW_COLUMNS, then opprof_figures.CSV_COLUMNS when figures were
+compared. Times are µs, percentages are percent (20.0 is +20 %), figure deltas points.
 """
 
 from __future__ import annotations
@@ -24,6 +26,15 @@ from npuwatch.analysis.baseline.compare import (
     STATUSES,
     Comparison,
 )
+from npuwatch.analysis.baseline.opprof_figures import (
+    CSV_COLUMNS as FIGURE_COLUMNS,
+)
+from npuwatch.analysis.baseline.opprof_figures import (
+    FigureComparison,
+    csv_cells,
+    figure_lines,
+    verdict_line,
+)
 from npuwatch.analysis.baseline.rules import BY_NAME
 from npuwatch.analysis.baseline.snapshot import Snapshot
 from npuwatch.parsers.profiling.values import plain_value
@@ -43,6 +54,13 @@ class CompareReport:
     info: BaselineInfo
     baseline: Snapshot
     current: Snapshot
+    figures: FigureComparison | None = None
+    """msOpProf key figures, when both sides have them."""
+
+    @property
+    def regressed(self) -> bool:
+        """An operator or the total slower, or an operator's key figures worse."""
+        return self.comparison.regressed or bool(self.figures and self.figures.regressed)
 
 
 def as_document(report: CompareReport, top: int | None = None) -> dict[str, Any]:
@@ -58,10 +76,11 @@ def as_document(report: CompareReport, top: int | None = None) -> dict[str, Any]
         },
         "current": _side(report.current),
         "rules": asdict(comparison.rules),
-        "regressed": comparison.regressed,
+        "regressed": report.regressed,
         "counts": comparison.counts(),
         "total": {key: plain_value(value, 3) for key, value in asdict(comparison.total).items()},
         "operators": _records(_top(comparison.rows, top)),
+        "opprof_figures": report.figures.to_dict(top) if report.figures else None,
     }
 
 
@@ -69,11 +88,19 @@ def as_json(report: CompareReport, top: int | None = None) -> str:
     return json.dumps(as_document(report, top), indent=2, ensure_ascii=False) + "\n"
 
 
-def as_csv(comparison: Comparison, top: int | None = None) -> str:
+def as_csv(
+    comparison: Comparison, top: int | None = None, figures: FigureComparison | None = None
+) -> str:
     rows = _top(comparison.rows, top).copy()
     for column in ("gates", "launches_changed"):
         rows[column] = rows[column].map({True: "true", False: "false"})
-    text: str = rows[ROW_COLUMNS].to_csv(index=False, float_format="%.3f", lineterminator="\n")
+    columns = list(ROW_COLUMNS)
+    if figures:  # beside each operator's times, by op_name (empty with --by type)
+        cells = csv_cells(figures)
+        for column in FIGURE_COLUMNS:
+            rows[column] = [cells.get(name, {}).get(column) for name in rows["op_name"]]
+        columns += FIGURE_COLUMNS
+    text: str = rows[columns].to_csv(index=False, float_format="%.3f", lineterminator="\n")
     return text
 
 
@@ -96,6 +123,8 @@ def as_text(report: CompareReport, palette: Palette, top: int | None = DEFAULT_T
     hidden = len(comparison.rows) - len(rows)
     if hidden > 0:
         lines.append(palette.dim(f"... {hidden} more (--top 0 shows every operator)"))
+    if report.figures:
+        lines += ["", *figure_lines(report.figures, palette, top)]
     lines += ["", *_summary(report, palette)]
     return "\n".join(lines) + "\n"
 
@@ -223,9 +252,11 @@ def _summary(report: CompareReport, palette: Palette) -> list[str]:
         )
     counts = comparison.counts()
     lines.append("operators: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES))
+    figures = [verdict_line(report.figures, palette)] if report.figures else []
     if not comparison.regressed:
-        lines.append(palette.bold(f"no regression beyond {rules.threshold_pct:g}%"))
-        return lines
+        time = "time " if report.regressed else ""
+        lines.append(palette.bold(f"no {time}regression beyond {rules.threshold_pct:g}%"))
+        return lines + figures
     reasons = [
         f"{operator_label(row.op_name, row.op_type, row.task_type)} {row.delta_avg_pct:+.1f}%"
         if not _missing(row.delta_avg_pct)
@@ -240,7 +271,7 @@ def _summary(report: CompareReport, palette: Palette) -> list[str]:
     lines.append(
         palette.level("ERROR", f"REGRESSION beyond {rules.threshold_pct:g}%: ") + "; ".join(reasons)
     )
-    return lines
+    return lines + figures
 
 
 def _top(rows: pd.DataFrame, top: int | None) -> pd.DataFrame:

@@ -16,6 +16,12 @@ THRESHOLD_RULE = (
     "a percentage, with or without the sign: 10% and 10 both mean ten percent; a bare number "
     "between 0 and 1 (0.1) is refused as ambiguous: write 10% or 0.1%"
 )
+DEFAULT_FIGURE_THRESHOLD_PP = 10.0
+"""How many percentage points of AI Core utilisation an msOpProf operator may lose."""
+FIGURE_THRESHOLD_RULE = (
+    "percentage points of AI Core utilisation, 10 or 10pp (82% -> 71% is a drop of 11 points); "
+    "a percent sign is refused as ambiguous"
+)
 
 
 def parse_threshold(text: str) -> float:
@@ -36,6 +42,25 @@ def parse_threshold(text: str) -> float:
     return value
 
 
+def parse_figure_threshold(text: str) -> float:
+    """The utilisation drop in percentage points (FIGURE_THRESHOLD_RULE); ValueError else."""
+    raw = text.strip().lower()
+    if raw.endswith("%"):
+        raise ValueError(
+            f"--figure-threshold {text!r}: give percentage points, such as 10 "
+            "(utilisation 82% -> 71% is a drop of 11 points), not a percentage"
+        )
+    try:
+        value = float(raw.removesuffix("pp"))
+    except ValueError:
+        raise ValueError(
+            f"--figure-threshold {text!r}: give percentage points, such as 10 or 10pp"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"--figure-threshold {text!r}: give 0 or more percentage points")
+    return value
+
+
 @dataclass(frozen=True)
 class Rules:
     """When an operator, or the total, is a regression."""
@@ -46,3 +71,6 @@ class Rules:
     min_time_us: float = DEFAULT_MIN_TIME_US
     by: str = BY_NAME
     """BY_NAME: each (op_name, op_type, task_type); BY_TYPE: each op_type, kernels added up."""
+    figure_threshold_pp: float = DEFAULT_FIGURE_THRESHOLD_PP
+    """msOpProf: an operator whose AI Core utilisation fell by more than this many percentage
+    points fails the gate, as does a change of its bound."""

@@ -4,7 +4,8 @@ The same shape for both sides of a comparison: `profile_snapshot` makes one of t
 PROF_DIR (and `stored_files`/`stored_metadata` what `baseline add` writes of it),
 `read_snapshot` one of a stored baseline. `opprof_snapshot` makes one of msOpProf output
 (OPPROF_*): each operator's launches, Task Duration per launch, in the same table, so a kernel
-change that slows an operator fails `baseline compare` like a slower kernel of a training run.
+change that slows an operator fails `baseline compare` like a slower kernel of a training run,
+and each operator's key figures (`opprof_figures`, which baseline.json keeps too).
 `rank_steps` is the number of steps summed over the ranks (6 for 2 ranks of 3 steps): dividing
 the total operator time by it gives the device time of one step of one rank, which does not
 change with how many steps or ranks were profiled.
@@ -71,8 +72,8 @@ class Snapshot:
     rank_tables: tuple[RankTable, ...] = ()
     """Each rank's own table (a profile read from disk; empty for a stored baseline)."""
     opprof_figures: tuple[dict[str, Any], ...] = ()
-    """msOpProf only: each operator's bound and key figures (of its longest launch), which
-    baseline.json keeps for the record; they are not compared."""
+    """msOpProf only: each operator's bound and key figures (of its longest launch), kept in
+    baseline.json (`opprof_operators`) and compared by opprof_figures."""
 
     @property
     def total_us(self) -> float:
@@ -214,7 +215,16 @@ def read_snapshot(info: BaselineInfo) -> Snapshot:
         layout=info.metadata.get("layout")
         if isinstance(info.metadata.get("layout"), str)
         else None,
+        opprof_figures=_stored_figures(info.metadata.get("opprof_operators")),
     )
+
+
+def _stored_figures(stored: Any) -> tuple[dict[str, Any], ...]:
+    """The key figures baseline.json keeps; none when it has none (stored before they were
+    kept, or not msOpProf) or when they are not a list of objects (an edited file)."""
+    if not isinstance(stored, list):
+        return ()
+    return tuple(dict(item) for item in stored if isinstance(item, dict))
 
 
 def as_csv(table: pd.DataFrame) -> str:

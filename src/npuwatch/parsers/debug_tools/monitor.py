@@ -5,7 +5,8 @@ folder per rank (`rank0/`, or msprobe's own `<time>-rank0-<id>/`):
 
 - `<data type>_<first step>-<last step>.csv` for the data types `actv`, `actv_grad`, `exp_avg`,
   `exp_avg_sq`, `grad_unreduced`, `grad_reduced`, `param_origin`, `param_updated`, with the
-  header `vpp_stage, name, step, [micro_step,] <ops…>` (any ops: norm, min, max, mean, nans…);
+  header `vpp_stage, name, step, [micro_step,] <ops…>` (any ops: norm, min, max, mean, nans…),
+  read by monitor_files;
 - `anomaly_detected/*.json`: `{tag: {rank, step, micro_step, pp_stage, vpp_stage, call_id,
   tag_name, message, group_mates}}`, the rule (AnomalyTurbulence, AnomalyNan) and the op being
   read out of `message`;
@@ -13,50 +14,47 @@ folder per rank (`rank0/`, or msprobe's own `<time>-rank0-<id>/`):
   read tolerantly: a tag → entry object, a list of entries, or an object holding such a list,
   each entry shaped like an anomaly_detected one (only `step` is required).
 
-The rank of a CSV is its folder's (`rank<N>` in a folder name at or below the root), else the
-TensorBoard-style tag in `name` (`0:layer.weight/rank1/post_grad`), else unknown (-1).
-
-A 100,000-step run is millions of rows, so each CSV goes through pandas' C parser in one call;
-only a file that shows damage (a skipped line, a short row, a cell that is not a number) is
-looked at line by line, to say which lines were dropped.
+`load_monitor` holds every statistics row of the run in memory (for the chart, and for callers
+that want the tables); a summary of a long run reads the files one at a time instead
+(monitor_files.read_pieces) and the alerts alone with `read_alerts`.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import re
-import warnings
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npuwatch.parsers.debug_tools.monitor_files import (
+    DATA_TYPES,
+    KEY_COLUMNS,
+    TAG,
+    UNKNOWN_RANK,
+    read_pieces,
+    read_statistics,
+    statistics_files,
+)
 from npuwatch.parsers.debug_tools.table_files import decode
-from npuwatch.parsers.problem_list import ProblemList
 
 if TYPE_CHECKING:
     import pandas as pd
 
-DATA_TYPES = (
-    "actv_grad",
-    "actv",
-    "exp_avg_sq",
-    "exp_avg",
-    "grad_unreduced",
-    "grad_reduced",
-    "param_origin",
-    "param_updated",
-)
-"""Longest first, so that `actv_grad_0-4.csv` is not taken for `actv`."""
-KEY_COLUMNS = ("vpp_stage", "name", "step", "micro_step")
-UNKNOWN_RANK = -1
-_FILE_NAME = re.compile(rf"^({'|'.join(DATA_TYPES)})_(\d+)-(\d+)\.csv$")
-_RANK_FOLDER = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d+)(?:$|[^0-9])", re.IGNORECASE)
-_TAG = re.compile(r"^(?:(\d+):)?(.*?)/rank(\d+)/(.+)$")
+__all__ = [
+    "DATA_TYPES",
+    "KEY_COLUMNS",
+    "UNKNOWN_RANK",
+    "Alerts",
+    "Anomaly",
+    "MonitorRun",
+    "StatisticsTable",
+    "load_monitor",
+    "read_alerts",
+    "read_statistics",
+]
 _RULE = re.compile(r"Rule\s+(\w+)")
 _METRIC = re.compile(r",\s*'([^']+)'\s*\)")
-_SKIPPED = re.compile(r"Skipping line (\d+): expected (\d+) fields, saw (\d+)")
 _TASK_DATA_TYPES = {
     "input": "actv",
     "output": "actv",
@@ -116,116 +114,42 @@ class MonitorRun:
     problems: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Alerts:
+    """The alerts of a monitor output folder."""
+
+    anomalies: list[Anomaly]
+    analysed: list[Anomaly]
+    files: int
+    """anomaly_detected/*.json and anomaly_analyse*.json files found (read or not)."""
+
+
 def load_monitor(root: Path) -> MonitorRun:
     """Everything under `root`; problems instead of errors for what is damaged."""
     problems: list[str] = []
     pieces: dict[tuple[str, int], list[pd.DataFrame]] = {}
-    csvs = sorted(
-        (path for path in root.rglob("*.csv") if _FILE_NAME.match(path.name)), key=_csv_order
-    )
-    for path in csvs:
-        data_type = _data_type(path)
-        folder_rank = _folder_rank(path, root)
-        file_problems = ProblemList(str(path))
-        frame = read_statistics(path, file_problems)
-        problems.extend(file_problems.finish())
-        if frame is None:
-            continue
-        for rank, part in _by_rank(frame, folder_rank):
-            pieces.setdefault((data_type, rank), []).append(part)
+    csvs = statistics_files(root)
+    for piece in read_pieces(csvs, root, problems):
+        pieces.setdefault((piece.data_type, piece.rank), []).append(piece.frame)
     tables = [_table(key, parts, problems) for key, parts in sorted(pieces.items())]
-    detected = sorted(path for folder in _anomaly_folders(root) for path in folder.glob("*.json"))
-    anomalies = [anomaly for path in detected for anomaly in _read_anomalies(path, problems)]
-    analyses = sorted(root.rglob("anomaly_analyse*.json"))
-    analysed = [anomaly for path in analyses for anomaly in _read_anomalies(path, problems)]
+    alerts = read_alerts(root, problems)
     return MonitorRun(
         root=str(root),
         tables=[table for table in tables if table is not None],
-        anomalies=anomalies,
-        analysed=analysed,
-        files=len(csvs) + len(detected) + len(analyses),
+        anomalies=alerts.anomalies,
+        analysed=alerts.analysed,
+        files=len(csvs) + alerts.files,
         problems=problems,
     )
 
 
-def read_statistics(path: Path, problems: ProblemList) -> pd.DataFrame | None:
-    """The good rows of one statistics CSV (step as int64, ops as float64), or None."""
-    import pandas as pd  # noqa: PLC0415 - the agent never reads monitor CSVs
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            frame = pd.read_csv(
-                path,
-                index_col=False,
-                skipinitialspace=True,
-                on_bad_lines="warn",
-                dtype={"name": "category"},
-                encoding="utf-8-sig",
-            )
-        except pd.errors.EmptyDataError:
-            problems.add(1, "empty file")
-            return None
-        except (OSError, UnicodeDecodeError, ValueError) as failure:
-            problems.add(0, f"cannot read: {failure}")
-            return None
-    frame.columns = [str(column).strip() for column in frame.columns]
-    frame = frame.drop(columns=[c for c in frame.columns if c.startswith("Unnamed:")])
-    if "step" not in frame.columns or "name" not in frame.columns:
-        problems.add(1, f"header {list(frame.columns)} has no `name` and `step`; file skipped")
-        return None
-    skipped = [_SKIPPED.search(str(warning.message)) for warning in caught]
-    skipped_lines = {int(match.group(1)) for match in skipped if match}
-    for match in (match for match in skipped if match):
-        problems.add(
-            int(match.group(1)),
-            f"{match.group(3)} fields where the header has {match.group(2)}; row skipped",
-        )
-    numeric = [column for column in frame.columns if column != "name"]
-    bad = pd.Series(False, index=frame.index)
-    for column in numeric:
-        if frame[column].dtype.kind not in "fiu":
-            raw = frame[column]
-            frame[column] = pd.to_numeric(raw, errors="coerce")
-            bad |= frame[column].isna() & raw.notna()
-    keys = [column for column in KEY_COLUMNS if column in frame.columns and column != "name"]
-    bad |= frame[[*keys, "name"]].isna().any(axis=1)
-    ops = [column for column in numeric if column not in KEY_COLUMNS]
-    # A short row is read with NaN in its missing cells, like a real NaN statistic: only the
-    # rows with a NaN are checked against their line (there are none in a healthy run).
-    maybe_short = frame[ops].isna().any(axis=1) & ~bad
-    if bad.any() or maybe_short.any():
-        bad |= _damaged_rows(path, frame, bad, maybe_short, skipped_lines, problems)
-        frame = frame[~bad]
-    integers = [column for column in keys if column in frame.columns]
-    frame = frame.astype({**dict.fromkeys(integers, "int64"), **dict.fromkeys(ops, "float64")})
-    cleaned: pd.DataFrame = frame.reset_index(drop=True)
-    return cleaned
-
-
-def _damaged_rows(
-    path: Path,
-    frame: pd.DataFrame,
-    bad: pd.Series,
-    maybe_short: pd.Series,
-    skipped_lines: set[int],
-    problems: ProblemList,
-) -> pd.Series:
-    """`bad` with the short rows added; a problem for each, naming its line."""
-    lines = decode(path.read_bytes()).splitlines()
-    numbered = [number for number, line in enumerate(lines, 1) if line.strip()]
-    data_lines = [number for number in numbered[1:] if number not in skipped_lines]
-    width = len(next(csv.reader([lines[numbered[0] - 1]])))
-    result: pd.Series = bad.copy()
-    for row in frame.index[bad | maybe_short]:
-        line = data_lines[row] if row < len(data_lines) else 0
-        fields = next(csv.reader([lines[line - 1]])) if line else []
-        if len(fields) < width:
-            problems.add(line, f"{len(fields)} fields where the header has {width}; row skipped")
-            result[row] = True
-        elif bad[row]:
-            problems.add(line, "a step, stage or statistic that is not a number; row skipped")
-    return result
+def read_alerts(root: Path, problems: list[str]) -> Alerts:
+    """anomaly_detected/*.json and anomaly_analyse.json under `root`."""
+    detected = sorted(path for folder in _anomaly_folders(root) for path in folder.glob("*.json"))
+    anomalies = [anomaly for path in detected for anomaly in _read_anomalies(path, problems)]
+    analyses = sorted(root.rglob("anomaly_analyse*.json"))
+    analysed = [anomaly for path in analyses for anomaly in _read_anomalies(path, problems)]
+    return Alerts(anomalies=anomalies, analysed=analysed, files=len(detected) + len(analyses))
 
 
 def _table(
@@ -241,44 +165,16 @@ def _table(
         problems.append(
             f"{data_type} rank {rank}: the files have different columns; only {shared} are kept"
         )
-    names = union_categoricals([part["name"] for part in parts], ignore_order=True)
-    frame = pd.concat([part[shared] for part in parts], ignore_index=True)
-    frame["name"] = names
+    if len(parts) == 1:
+        frame = parts[0][shared]
+    else:
+        names = union_categoricals([part["name"] for part in parts], ignore_order=True)
+        frame = pd.concat([part[shared] for part in parts], ignore_index=True)
+        frame["name"] = names
     ops = tuple(column for column in shared if column not in KEY_COLUMNS)
     if frame.empty:
         return None
     return StatisticsTable(data_type=data_type, rank=rank, ops=ops, frame=frame)
-
-
-def _by_rank(frame: pd.DataFrame, folder_rank: int) -> Iterable[tuple[int, pd.DataFrame]]:
-    """The frame as one piece per rank: its folder's, else the ranks in the tags of `name`
-    (each piece named by the module or parameter of the tag alone)."""
-    import numpy as np  # noqa: PLC0415 - with pandas
-    import pandas as pd  # noqa: PLC0415 - idem
-
-    if folder_rank != UNKNOWN_RANK or frame.empty:
-        return [(folder_rank, frame)]
-    categories = [str(name) for name in frame["name"].cat.categories]
-    tags = [_TAG.match(name) for name in categories]
-    if not any(tags):
-        return [(UNKNOWN_RANK, frame)]
-    ranks = np.asarray([int(tag.group(3)) if tag else UNKNOWN_RANK for tag in tags])
-    plain = [
-        name.rsplit("/rank", 1)[0] if tag else name
-        for tag, name in zip(tags, categories, strict=True)
-    ]
-    codes = frame["name"].cat.codes.to_numpy()
-    row_ranks = ranks[codes]
-    pieces = []
-    for rank in sorted({int(rank) for rank in ranks}):
-        names = sorted({plain[code] for code in np.flatnonzero(ranks == rank)})
-        position = {name: index for index, name in enumerate(names)}
-        recode = np.asarray([position.get(name, -1) for name in plain])
-        rows = row_ranks == rank
-        piece = frame[rows].copy()
-        piece["name"] = pd.Categorical.from_codes(recode[codes[rows]], categories=pd.Index(names))
-        pieces.append((rank, piece))
-    return pieces
 
 
 def _read_anomalies(path: Path, problems: list[str]) -> list[Anomaly]:
@@ -321,7 +217,7 @@ def _anomaly(key: str, entry: Any, source: str) -> Anomaly | None:
         return None
     message = str(entry.get("message", ""))
     tag_name = str(entry.get("tag_name") or key.split("_step_", maxsplit=1)[0])
-    tag = _TAG.match(tag_name)
+    tag = TAG.match(tag_name)
     rule, metric = _RULE.search(message), _METRIC.search(message)
     task = tag.group(4) if tag else ""
     rank = _integer(entry.get("rank"))
@@ -364,24 +260,3 @@ def _anomaly_folders(root: Path) -> list[Path]:
     if root.name == "anomaly_detected":
         return [root]
     return sorted(path for path in root.rglob("anomaly_detected") if path.is_dir())
-
-
-def _data_type(path: Path) -> str:
-    match = _FILE_NAME.match(path.name)
-    return match.group(1) if match else ""
-
-
-def _csv_order(path: Path) -> tuple[str, str, int]:
-    match = _FILE_NAME.match(path.name)
-    return (str(path.parent), match.group(1) if match else "", int(match.group(2)) if match else 0)
-
-
-def _folder_rank(path: Path, root: Path) -> int:
-    """The rank in the nearest folder name between the file and `root` (included)."""
-    for folder in path.parents:
-        match = _RANK_FOLDER.search(folder.name)
-        if match:
-            return int(match.group(1))
-        if folder == root:
-            break
-    return UNKNOWN_RANK

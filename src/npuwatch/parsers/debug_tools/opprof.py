@@ -9,7 +9,11 @@ The CSVs end every line with a comma, write empty cells as `NA` (older builds `N
 their columns with the chip and the CANN version, so columns are looked up by name and a cell is
 kept only when it holds a number. `dump/op_basic_info.txt` (Key=Value) fills what
 OpBasicInfo.csv lacks. Simulator runs add per-core `<core>_code_exe.csv` (source lines) and
-`<core>_instr_exe.csv` (instructions, with a quoted `detail`) under `simulator/`.
+`<core>_instr_exe.csv` (instructions, with a quoted `detail`) under `simulator/`. A launch's
+trace.json (MC2/LCCL blocks and HCCL tasks on board; every instruction in a simulator run, all
+cores in `simulator/trace.json`, one in `simulator/<core>/trace.json`) is summed by
+opprof_trace, and its visualize_data.bin (OpBasicInfo with msOpProf's advice, the same trace)
+read by opprof_visualize.
 
 Nothing here raises on a damaged file: what could not be read is a problem `file:line: what`.
 
@@ -43,6 +47,8 @@ from npuwatch.parsers.debug_tools.opprof_simulator import (
     SimulatedCore,
     simulated_cores,
 )
+from npuwatch.parsers.debug_tools.opprof_trace import OpTrace, read_trace
+from npuwatch.parsers.debug_tools.opprof_visualize import VisualizeData, read_visualize
 
 __all__ = [
     "BASIC_INFO",
@@ -58,7 +64,9 @@ __all__ = [
     "OpBasicInfo",
     "OpLaunch",
     "OpProfRun",
+    "OpTrace",
     "SimulatedCore",
+    "VisualizeData",
     "is_opprof_folder",
     "load_opprof",
     "read_opprof_run",
@@ -67,6 +75,7 @@ __all__ = [
 RESULT_FOLDER = re.compile(r"^OPPROF_\d{14}_[A-Z]{16}$")
 _CSV_NAME = re.compile(r"^(?P<metric>[A-Za-z0-9]+?)(?:_\d{17})?\.csv$")
 _DEVICE_FOLDER = re.compile(r"^device(\d+)$")
+TRACE_FILE, VISUALIZE_FILE = "trace.json", "visualize_data.bin"
 SINGLE, LAUNCHES, DEVICES = "single launch", "several launches", "several devices"
 
 
@@ -83,6 +92,12 @@ class OpLaunch:
     basic: OpBasicInfo
     metrics: dict[str, MetricTable]
     cores: tuple[SimulatedCore, ...] = ()
+    trace: OpTrace | None = None
+    """trace.json of all cores: the launch's own, else `simulator/trace.json`."""
+    core_traces: tuple[OpTrace, ...] = ()
+    """A simulator run's `simulator/<core>/trace.json`, in core order."""
+    visualize: VisualizeData | None = None
+    """visualize_data.bin: the launch's own, else `simulator/visualize_data.bin`."""
 
 
 @dataclass(frozen=True)
@@ -180,5 +195,22 @@ def _read_launch(root: Path, folder: Path, problems: list[str]) -> OpLaunch:
     op_name = basic.op_name or (named[-1] if named else "")
     if basic.device_id is not None and device is None:
         device = basic.device_id
-    cores = tuple(simulated_cores(folder / "simulator", problems))
-    return OpLaunch(relative, op_name, device, launch, basic, metrics, cores)
+    simulator = folder / "simulator"
+    cores = tuple(simulated_cores(simulator, problems))
+    trace_path = _first_file(folder / TRACE_FILE, simulator / TRACE_FILE)
+    trace = read_trace(trace_path, problems) if trace_path else None
+    core_traces = [
+        read_trace(core / TRACE_FILE, problems)
+        for core in listing(simulator)
+        if (core / TRACE_FILE).is_file()
+    ]
+    visualize_path = _first_file(folder / VISUALIZE_FILE, simulator / VISUALIZE_FILE)
+    visualize = read_visualize(visualize_path, problems) if visualize_path else None
+    return OpLaunch(
+        relative, op_name, device, launch, basic, metrics, cores,
+        trace, tuple(read for read in core_traces if read is not None), visualize,
+    )  # fmt: skip
+
+
+def _first_file(*paths: Path) -> Path | None:
+    return next((path for path in paths if path.is_file()), None)
