@@ -289,7 +289,7 @@ def test_the_child_process_digest_is_the_digest() -> None:
 
 
 def test_a_child_that_fails_says_why_in_one_line(tmp_path: Path) -> None:
-    from npuwatch.agent.debug_digest import DigestFailed
+    from npuwatch.agent.child_reader import DigestFailed
 
     with pytest.raises(DigestFailed, match="unknown kind of output 'nonsense'"):
         digest_in_child("nonsense", tmp_path)

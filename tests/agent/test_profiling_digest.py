@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from npuwatch.agent.profiling_digest import DigestFailed, digest_runs, digests_in_child, main
+from npuwatch.agent.child_reader import DigestFailed
+from npuwatch.agent.profiling_digest import digest_runs, digests_in_child, main
 from tests.conftest import FIXTURES, REPO
 
 TORCH_RUNS = FIXTURES / "profiling" / "torch_2rank"

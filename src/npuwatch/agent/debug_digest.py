@@ -13,33 +13,18 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from npuwatch.agent.child_reader import read_in_child
 from npuwatch.analysis.debug_findings import OutputDigest, digest_output
-
-
-class DigestFailed(Exception):
-    """The child could not read the output; the message says why, in one line."""
 
 
 def digest_in_child(kind: str, path: Path, timeout_s: float = 600.0) -> OutputDigest:
     """`digest_output(kind, path)` in a child interpreter (see the module docstring)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "npuwatch.agent.debug_digest", kind, str(path)],
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise DigestFailed(f"reading it took longer than {timeout_s:g} s") from error
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        raise DigestFailed(lines[-1] if lines else f"exit status {done.returncode}")
-    return OutputDigest(**json.loads(done.stdout))
+    document = read_in_child("npuwatch.agent.debug_digest", [kind, str(path)], timeout_s)
+    return OutputDigest(**document)
 
 
 def main(argv: list[str]) -> int:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from npuwatch.agent.child_reader import read_in_child
 
 if TYPE_CHECKING:
     from npuwatch.parsers.profiling import ProfileRun
@@ -37,10 +38,6 @@ class RunDigest:
     first_start_us: int | None
     """When the run's first kernel started (µs since the epoch)."""
     problems: list[str] = field(default_factory=list)
-
-
-class DigestFailed(Exception):
-    """The child could not read the run; the message says why, in one line."""
 
 
 def digest_runs(folder: Path) -> list[RunDigest]:
@@ -70,19 +67,7 @@ def digest_runs(folder: Path) -> list[RunDigest]:
 
 def digests_in_child(folder: Path, timeout_s: float = 600.0) -> list[RunDigest]:
     """`digest_runs(folder)` in a child interpreter (see the module docstring)."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "npuwatch.agent.profiling_digest", str(folder)],
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise DigestFailed(f"reading it took longer than {timeout_s:g} s") from error
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        raise DigestFailed(lines[-1] if lines else f"exit status {done.returncode}")
-    document = json.loads(done.stdout)
+    document = read_in_child("npuwatch.agent.profiling_digest", [str(folder)], timeout_s)
     return [RunDigest(**run) for run in document["runs"]]
 
 

@@ -174,10 +174,9 @@ def _error_text(metric: str | None, error: float | None) -> str:
 
 
 def _monitor(path: Path) -> OutputDigest:
-    from npuwatch.analysis.monitor_summary import summarise_monitor  # noqa: PLC0415 - pandas
-    from npuwatch.parsers.debug_tools.monitor import load_monitor  # noqa: PLC0415
+    from npuwatch.analysis.monitor_summary import summarise_monitor_folder  # noqa: PLC0415
 
-    summary = summarise_monitor(load_monitor(path))
+    summary = summarise_monitor_folder(path)  # one file at a time: the child stays small
     entries: list[dict[str, Any]] = []
     anomalies: list[list[Any]] = []
     for group in summary.anomalies:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from npuwatch.analysis.opprof_figures import Share
 from npuwatch.analysis.opprof_summary import Hotspot, LaunchReport, OpProfSummary, launch_title
 from npuwatch.analysis.opprof_trace_summary import BlockSpread, Communication
-from npuwatch.analysis.profile_text import duration, shorten
+from npuwatch.analysis.profile_text import duration, findings_and_problems, shorten
 from npuwatch.terminal import Palette
 
 _Add = Callable[[str], None]
@@ -34,17 +34,7 @@ def render_opprof_summary(summary: OpProfSummary, palette: Palette) -> str:
     add(palette.bold(f"Launches{more}"))
     for report in summary.launches:
         _launch(report, palette, add)
-    if summary.findings:
-        add(palette.bold("Findings"))
-        for finding in summary.findings:
-            add("  " + palette.highlight(finding.kind.replace("_", " ") + ": ") + finding.message)
-        add("")
-    if summary.problems:
-        add(palette.bold(f"Problems reading the profile ({len(summary.problems)})"))
-        out.extend(f"  {problem}" for problem in summary.problems)
-        add("")
-    count = len(summary.findings)
-    add(f"Result: {count} finding{'s' if count != 1 else ''}." if count else "Result: no findings.")
+    findings_and_problems(summary.findings, summary.problems, palette, add)
     return "\n".join(out)
 
 

@@ -4,6 +4,7 @@ that suits them (µs, ms, s), findings before problems."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from npuwatch.analysis.profile_steps import RankSteps
 from npuwatch.analysis.profile_summary import OperatorRow, ProfileSummary, Share
@@ -49,18 +50,34 @@ def render_profile_summary(summary: ProfileSummary, palette: Palette) -> str:
         add("No kernels and no op_statistic: nothing to say about operators.")
         add("")
     _steps(summary, palette, add)
-    if summary.findings:
+    findings_and_problems(summary.findings, summary.problems, palette, add)
+    return "\n".join(out)
+
+
+class _Finding(Protocol):
+    @property
+    def kind(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+def findings_and_problems(
+    findings: Sequence[_Finding], problems: Sequence[str], palette: Palette, add: _Add
+) -> None:
+    """The end of a profile report (msprof/torch_npu or msOpProf): findings, the problems met
+    while reading, and the result line."""
+    if findings:
         add(palette.bold("Findings"))
-        for finding in summary.findings:
+        for finding in findings:
             add("  " + palette.highlight(finding.kind.replace("_", " ") + ": ") + finding.message)
         add("")
-    if summary.problems:
-        add(palette.bold(f"Problems reading the profile ({len(summary.problems)})"))
-        out.extend(f"  {problem}" for problem in summary.problems)
+    if problems:
+        add(palette.bold(f"Problems reading the profile ({len(problems)})"))
+        for problem in problems:
+            add(f"  {problem}")
         add("")
-    count = len(summary.findings)
+    count = len(findings)
     add(f"Result: {count} finding{'s' if count != 1 else ''}." if count else "Result: no findings.")
-    return "\n".join(out)
 
 
 def duration(us: float | None) -> str:

@@ -22,15 +22,30 @@ _Plotter = Callable[["MonitorRun", MonitorSummary, str, Path], None]
 
 
 def run_summary(args: argparse.Namespace) -> int:
+    from npuwatch.analysis.monitor_summary import summarise_monitor_folder  # noqa: PLC0415
+    from npuwatch.parsers.debug_tools.monitor import load_monitor  # noqa: PLC0415 - pandas
+
     root = Path(args.path)
     plot = _plotter() if args.plot else None
-    run = _read(root)
+    _check_folder(root)
     settings = SpikeSettings(
         ratio=args.spike_ratio,
         window=args.spike_window,
         ops=tuple(dict.fromkeys(args.spike_op)) if args.spike_op else DEFAULT_OPS,
     )
-    summary = summarise_monitor(run, top=args.top, spikes=settings)
+    if plot is None:  # one file at a time: a long run's rows never sit in memory at once
+        summary = summarise_monitor_folder(root, top=args.top, spikes=settings)
+    else:  # the chart draws every row of the statistic
+        run = load_monitor(root)
+        summary = summarise_monitor(run, top=args.top, spikes=settings)
+    if not summary.tables and not summary.anomalies and not summary.analysed:
+        if summary.problems:
+            fail(f"nothing readable in {root}: {summary.problems[0]}")
+        fail(
+            f"no monitor output in {root}: expected <data type>_<first>-<last>.csv files "
+            "(grad_reduced_0-4.csv ...) or anomaly_detected/*.json; the monitor must write "
+            'format "csv"'
+        )
     if plot is not None:
         draw(lambda path: plot(run, summary, args.metric, path), args.plot)
     print_report(
@@ -39,26 +54,14 @@ def run_summary(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if summary.findings else EXIT_OK
 
 
-def _read(root: Path) -> MonitorRun:
-    """The monitor output under `root`, or one error line and exit 2."""
-    from npuwatch.parsers.debug_tools.monitor import load_monitor  # noqa: PLC0415 - pandas
-
+def _check_folder(root: Path) -> None:
+    """One error line and exit 2 when `root` is not a folder that can be read."""
     if not root.exists():
         fail(f"monitor folder {root} does not exist: {WHAT_TO_GIVE}")
     if not root.is_dir():
         fail(f"{root} is a file: {WHAT_TO_GIVE}")
     if not os.access(root, os.R_OK | os.X_OK):
         fail(f"cannot read {root}: permission denied (run as the user that owns it)")
-    run = load_monitor(root)
-    if not run.tables and not run.anomalies and not run.analysed:
-        if run.problems:
-            fail(f"nothing readable in {root}: {run.problems[0]}")
-        fail(
-            f"no monitor output in {root}: expected <data type>_<first>-<last>.csv files "
-            "(grad_reduced_0-4.csv ...) or anomaly_detected/*.json; the monitor must write "
-            'format "csv"'
-        )
-    return run
 
 
 def _plotter() -> _Plotter:

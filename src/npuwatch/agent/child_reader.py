@@ -1,0 +1,35 @@
+"""Reading something big in a child interpreter, for the importers that must not load pandas.
+
+The profiling and debugging-tools importers each run `python -m <their digest module> ARGS`,
+which prints one JSON document and exits, giving its memory back to the host; this is the
+parent's side of it, the same for both.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+
+class DigestFailed(Exception):
+    """The child could not read its input; the message says why, in one line."""
+
+
+def read_in_child(module: str, arguments: list[str], timeout_s: float) -> Any:
+    """The JSON document `python -m module ARGUMENTS` printed (DigestFailed with the child's
+    last error line, or the time it overran, when it did not)."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", module, *arguments],
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise DigestFailed(f"reading it took longer than {timeout_s:g} s") from error
+    if done.returncode != 0:
+        lines = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise DigestFailed(lines[-1] if lines else f"exit status {done.returncode}")
+    return json.loads(done.stdout)
