@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from npuwatch.journal.event_context import EventContexts
-from npuwatch.journal.question import Directory, Question, Where, add_field_filters, open_segments
+from npuwatch.journal.question import (
+    Directory,
+    Question,
+    Where,
+    add_field_filters,
+    leave_out_damaged,
+    open_segments,
+)
+from npuwatch.journal.row_text import RowTextError
 
 
 def search_events(directory: Directory, question: Question) -> Iterator[str]:
@@ -29,7 +37,12 @@ def search_events(directory: Directory, question: Question) -> Iterator[str]:
                 if event_id in seen:
                     continue
                 seen.add(str(event_id))
-                document = contexts.complete(segment.sequence, str(stored))
+                try:
+                    text = segment.texts.decode(stored)
+                except RowTextError as error:
+                    leave_out_damaged(segment.sequence, error)
+                    continue
+                document = contexts.complete(segment.sequence, text)
                 if question.pattern is not None and question.pattern.search(document) is None:
                     continue
                 yield document

@@ -24,8 +24,10 @@ from npuwatch.journal.question import (
     ReadOnlySegment,
     Where,
     add_field_filters,
+    leave_out_damaged,
     open_segments,
 )
+from npuwatch.journal.row_text import RowTextError
 from npuwatch.journal.rows import FileSource, StoredRecord
 
 
@@ -65,8 +67,14 @@ def _from_index(
         where.parameters,
     )
     pattern = question.pattern
-    for block_id, position, ts, level, logger, pid, codes, offset, original, device, *src in rows:
-        if pattern is not None and pattern.search(str(original)) is None:
+    decode = segment.texts.decode
+    for block_id, position, ts, level, logger, pid, codes, offset, stored, device, *src in rows:
+        try:
+            original = decode(stored)
+        except RowTextError as error:
+            leave_out_damaged(segment.sequence, error)
+            continue
+        if pattern is not None and pattern.search(original) is None:
             continue
         source = FileSource(*src)
         if triggers is not None and (source.file_key, offset) not in triggers:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from npuwatch.journal.layout import open_readonly, segment_files
+from npuwatch.journal.row_text import RowTextDecoder, RowTextError
 from npuwatch.journal.rows import NOTABLE_LEVELS, FileSource, StoredRecord
 
 SOURCE_COLUMNS = "b.file_key, b.path, b.host, b.kind, b.channel, b.device, b.file_pid, b.timezone"
@@ -79,9 +81,17 @@ class Where:
 class ReadOnlySegment(NamedTuple):
     sequence: int
     db: sqlite3.Connection
+    texts: RowTextDecoder
+    """Reads the event documents and notable lines the queries return (journal/row_text.py)."""
 
     def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
         return self.db.execute(sql, parameters).fetchall()
+
+
+def leave_out_damaged(sequence: int, error: RowTextError) -> None:
+    """Say on stderr that a damaged text of segment `sequence` is not in `grep`'s answer (the
+    rest of the answer still comes)."""
+    sys.stderr.write(f"npuwatch: journal segment {sequence}: {error}; that row is left out\n")
 
 
 def add_field_filters(where: Where, question: Question, prefix: str, host_column: str) -> None:
@@ -108,6 +118,6 @@ def open_segments(directory: Directory) -> Iterator[ReadOnlySegment]:
     for sequence, path in segment_files(directory):
         db = open_readonly(path)
         try:
-            yield ReadOnlySegment(sequence, db)
+            yield ReadOnlySegment(sequence, db, RowTextDecoder(db))
         finally:
             db.close()

@@ -7,6 +7,7 @@ twice): after `kill -9` the agent resumes exactly where the last commit left it.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,11 @@ from typing import Any, Literal
 
 from npuwatch.journal.block import EncodedBlock
 from npuwatch.journal.layout import open_readonly
+from npuwatch.journal.row_text import SCHEMA as ROW_TEXT_SCHEMA
+from npuwatch.journal.row_text import RowTextDecoder, RowTextEncoder, RowTextError
 from npuwatch.journal.rows import FileSource
+
+log = logging.getLogger(__name__)
 
 FORMAT_VERSION = "1"
 
@@ -227,16 +232,20 @@ class Segment:
         self.path = path
         self.sequence = sequence
         self.readonly = readonly
+        self._encoder: RowTextEncoder | None = None
         if readonly:
             self._db = open_readonly(path)
+            self._decoder = RowTextDecoder(self._db)
             return
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(_SCHEMA + ROW_TEXT_SCHEMA)
             _add_checkpoint_columns(self._db)
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT_VERSION,))
+            self._encoder = RowTextEncoder(self._db)
+            self._decoder = RowTextDecoder(self._db)
         except BaseException:  # a full disk, or a file that is not a database
             self._db.close()
             raise
@@ -275,6 +284,10 @@ class Segment:
         """Write blocks, events, states and checkpoints in one transaction. `snapshot`: the
         checkpoints are every checkpoint there is (a new segment starts with the full set)."""
         db = self._db
+        encoder = self._encoder
+        if encoder is None:
+            raise ValueError(f"segment {self.path} is open read-only")
+        encode = encoder.encode
         db.execute("BEGIN IMMEDIATE")
         try:
             # Row ids are given, not asked back per row, so that every insert is one
@@ -304,7 +317,7 @@ class Segment:
                             n.codes,
                             n.device,
                             n.offset,
-                            n.original,
+                            encode("notable", n.original),
                         )
                     )
                     if n.code is not None:
@@ -337,16 +350,18 @@ class Segment:
                         e.code,
                         e.device,
                         e.host,
-                        e.path,
+                        None,  # the document holds the path, and no question asks for it
                         e.file_key,
                         e.offset,
                         e.pid,
                         e.count,
-                        e.document,
+                        encode("events", e.document),
                     )
                     for e in events
                 ],
             )
+            encoder.train_when_due("notable", notable_id)
+            encoder.train_when_due("events", self.last_event_seq())
             if states:
                 db.executemany("DELETE FROM states WHERE id = ?", [(row.id,) for row in states])
                 db.executemany(
@@ -406,7 +421,13 @@ class Segment:
             "SELECT seq, id, document FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
             (seq, limit),
         ).fetchall()
-        return [(int(seq_), str(id_), str(doc)) for seq_, id_, doc in rows]
+        found = []
+        for seq_, id_, stored in rows:
+            try:
+                found.append((int(seq_), str(id_), self._decoder.decode(stored)))
+            except RowTextError as error:  # damaged on disk: the agent goes on without it
+                log.warning("%s: event %s is left out: %s", self.path, seq_, error)
+        return found
 
     def states_after(self, seq: int, limit: int) -> list[tuple[int, StateRow]]:
         """(seq, row) of the states written after `seq` (none in a segment of a journal
