@@ -64,6 +64,8 @@ def test_a_kernel_turned_memory_bound_fails_the_gate_and_names_the_change(
 ) -> None:
     code, out, _ = compare(archive, starved)
     assert code == 1
+    assert "steps unknown" not in out  # an operator's launches have no training steps
+    assert out.count(", msOpProf, ") == 2 and " launches" in out
     assert "\nmsOpProf key figures (" in out
     assert "BOUND CHANGED   82.3 → 25.4   -56.9" in out and out.count(BOUND_CHANGE) == 2
     assert "no time regression beyond 10%" in out

@@ -14,6 +14,8 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +30,8 @@ ALERTS = DEPLOY / "alerts.yml"
 PROMETHEUS_EXAMPLE = DEPLOY / "prometheus.yml"
 ALERTMANAGER_EXAMPLE = DEPLOY / "alertmanager.yml"
 JOB = "npuwatch"
+INSTANCE = "127.0.0.1"
+"""The agent's address without the port: prometheus.yml's relabelling."""
 """The scrape job the alerts select (`up{job="npuwatch"}`)."""
 
 T = TypeVar("T")
@@ -247,7 +251,82 @@ def backfill_up(promtool: str, storage: Path, instance: str, seconds: int, step:
 
 def agent_environment() -> dict[str, str]:
     """The environment of the agent process: none of the caller's NPUWATCH_* overrides (the
-    Elasticsearch sink stays off), and the repository on PYTHONPATH."""
+    Elasticsearch sink stays off); this checkout's package first on PYTHONPATH, whatever
+    checkout an editable install points at, and the repository (for `tests.`)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("NPUWATCH_")}
-    env["PYTHONPATH"] = str(REPOSITORY)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPOSITORY / "src"), str(REPOSITORY)])
     return env
+
+
+@dataclass
+class AlertingStack:
+    """Alertmanager, Prometheus (with alerts.yml, scraping the agent) and the agent, running
+    until the ExitStack they were started in closes."""
+
+    prometheus_url: str
+    agent_url: str
+    agent_started: float
+    """When the agent process was started (time.monotonic)."""
+    processes: list[LoggedProcess] = field(default_factory=list)
+
+
+def start_alerting_stack(
+    cleanup: ExitStack,
+    folder: Path,
+    webhook: WebhookReceiver,
+    history_s: int,
+    start_agent: Callable[[int], LoggedProcess],
+) -> AlertingStack:
+    """Start Alertmanager posting to `webhook`, the agent (`start_agent(its metrics port)`) and
+    Prometheus with `history_s` seconds of the agent's `up` backfilled (alerts.yml counts a new
+    series only after that much history), and wait until each answers."""
+    prometheus = binary("prometheus", "prometheus")
+    promtool = binary("promtool", "prometheus")
+    alertmanager = binary("prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
+    agent_port, prometheus_port, alertmanager_port = free_ports(3)
+    processes: list[LoggedProcess] = []
+
+    def run(process: LoggedProcess) -> LoggedProcess:
+        processes.append(process)
+        cleanup.callback(process.stop)
+        return process
+
+    write_alertmanager_config(folder / "alertmanager.yml", webhook)
+    alertmanager_process = run(
+        LoggedProcess(
+            "alertmanager",
+            [
+                alertmanager,
+                f"--config.file={folder / 'alertmanager.yml'}",
+                f"--storage.path={folder / 'alertmanager-data'}",
+                f"--web.listen-address=127.0.0.1:{alertmanager_port}",
+                "--cluster.listen-address=",  # a single Alertmanager: no gossip
+            ],
+            folder / "alertmanager.log",
+        )
+    )
+    write_prometheus_config(folder / "prometheus.yml", agent_port, alertmanager_port)
+    backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=history_s)
+    stack = AlertingStack(
+        prometheus_url=f"http://127.0.0.1:{prometheus_port}",
+        agent_url=f"http://127.0.0.1:{agent_port}/metrics",
+        agent_started=time.monotonic(),
+        processes=processes,
+    )
+    agent = run(start_agent(agent_port))
+    prometheus_process = run(
+        LoggedProcess(
+            "prometheus",
+            [
+                prometheus,
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'prometheus-data'}",
+                f"--web.listen-address=127.0.0.1:{prometheus_port}",
+            ],
+            folder / "prometheus.log",
+        )
+    )
+    alertmanager_process.wait_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready")
+    agent.wait_ready(stack.agent_url)
+    prometheus_process.wait_ready(f"{stack.prometheus_url}/-/ready")
+    return stack

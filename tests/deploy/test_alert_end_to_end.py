@@ -34,18 +34,15 @@ import yaml
 
 from npuwatch.parsers.npu_smi import parse_npu_smi
 from tests.deploy.prometheus_stack import (
+    INSTANCE,
     REPOSITORY,
     LoggedProcess,
     WebhookReceiver,
     agent_environment,
-    backfill_up,
-    binary,
     fetch,
     fetch_json,
-    free_ports,
     poll,
-    write_alertmanager_config,
-    write_prometheus_config,
+    start_alerting_stack,
 )
 from tests.deploy.test_grafana_dashboard import (
     as_grafana_sends_it,
@@ -64,8 +61,6 @@ DEBUG_OUTPUTS = REPOSITORY / "fixtures" / "debug_tools"
 PACK = REPOSITORY / "src" / "npuwatch" / "rules" / "packs" / "30-timeouts.yaml"
 RULE = "hccl.notify-wait-timeout"
 ALERT = "AscendHcclTimeout"
-INSTANCE = "127.0.0.1"
-"""The agent's address without the port: prometheus.yml's relabelling."""
 PID = 3300
 FIRING_WITHIN = 120.0
 """Seconds from writing the line to the alert firing in Prometheus (expected: about 65)."""
@@ -239,61 +234,23 @@ def plog_path(folder: Path, started: datetime) -> Path:
 @pytest.fixture(scope="module")
 @real_server("Prometheus and Alertmanager (Debian packages) fed by a real agent")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    prometheus = binary("prometheus", "prometheus")
-    promtool = binary("promtool", "prometheus")
-    alertmanager = binary("prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
     folder = tmp_path_factory.mktemp("alert-end-to-end")
     started = datetime.now(timezone.utc)
-    agent_port, prometheus_port, alertmanager_port = free_ports(3)
     with ExitStack() as cleanup:
         webhook = WebhookReceiver()
         cleanup.callback(webhook.close)
+        running = start_alerting_stack(
+            cleanup, folder, webhook, 600, lambda port: start_agent(folder, port, started)
+        )
         stack = Stack(
-            prometheus_url=f"http://127.0.0.1:{prometheus_port}",
-            agent_url=f"http://127.0.0.1:{agent_port}/metrics",
+            prometheus_url=running.prometheus_url,
+            agent_url=running.agent_url,
             plog=plog_path(folder, started),
             console=console_path(folder),
             webhook=webhook,
+            processes=running.processes,
+            agent_started=running.agent_started,
         )
-
-        def run(process: LoggedProcess) -> LoggedProcess:
-            stack.processes.append(process)
-            cleanup.callback(process.stop)
-            return process
-
-        write_alertmanager_config(folder / "alertmanager.yml", webhook)
-        alertmanager_process = run(
-            LoggedProcess(
-                "alertmanager",
-                [
-                    alertmanager,
-                    f"--config.file={folder / 'alertmanager.yml'}",
-                    f"--storage.path={folder / 'alertmanager-data'}",
-                    f"--web.listen-address=127.0.0.1:{alertmanager_port}",
-                    "--cluster.listen-address=",  # a single Alertmanager: no gossip
-                ],
-                folder / "alertmanager.log",
-            )
-        )
-        stack.agent_started = time.monotonic()
-        agent = run(start_agent(folder, agent_port, started))
-        write_prometheus_config(folder / "prometheus.yml", agent_port, alertmanager_port)
-        backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=600)
-        prometheus_process = run(
-            LoggedProcess(
-                "prometheus",
-                [
-                    prometheus,
-                    f"--config.file={folder / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={folder / 'prometheus-data'}",
-                    f"--web.listen-address=127.0.0.1:{prometheus_port}",
-                ],
-                folder / "prometheus.log",
-            )
-        )
-        alertmanager_process.wait_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready")
-        agent.wait_ready(stack.agent_url)
-        prometheus_process.wait_ready(f"{stack.prometheus_url}/-/ready")
         scraping, _ = poll(lambda: True if agent_scraped(stack) else None, timeout=30)
         assert scraping, f"Prometheus does not scrape the agent\n{stack.diagnostics()}"
         yield stack

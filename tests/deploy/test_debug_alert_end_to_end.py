@@ -15,7 +15,6 @@ first scan.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import time
@@ -29,18 +28,15 @@ import pytest
 
 from npuwatch.analysis.debug_findings import digest_output
 from tests.deploy.prometheus_stack import (
+    INSTANCE,
     REPOSITORY,
     LoggedProcess,
     WebhookReceiver,
     agent_environment,
-    backfill_up,
-    binary,
     fetch,
     fetch_json,
-    free_ports,
     poll,
-    write_alertmanager_config,
-    write_prometheus_config,
+    start_alerting_stack,
 )
 from tests.real_servers import real_server
 
@@ -51,8 +47,6 @@ MONITOR_FOLDER = DEBUG_OUTPUTS / "monitor" / "two_ranks"
 SANITIZER_REPORT = DEBUG_OUTPUTS / "sanitizer" / "memcheck.log"
 NAN_ALERT = "AscendTrainingNaN"
 SANITIZER_ALERT = "AscendSanitizerError"
-INSTANCE = "127.0.0.1"
-"""The agent's address without the port: prometheus.yml's relabelling."""
 HISTORY_S = 35 * 60
 """The `up` history backfilled: more than the 30 minutes the rules look back."""
 FIRING_WITHIN = 60.0
@@ -144,68 +138,26 @@ def start_agent(folder: Path, port: int) -> LoggedProcess:
         encoding="utf-8",
     )
     command = [sys.executable, "-m", "npuwatch", "agent", "--config", str(config)]
-    environment = agent_environment()
-    # This checkout's package first, whatever checkout an editable install points at.
-    environment["PYTHONPATH"] = os.pathsep.join([str(REPOSITORY / "src"), str(REPOSITORY)])
-    return LoggedProcess("npuwatch agent", command, folder / "agent.log", environment)
+    return LoggedProcess("npuwatch agent", command, folder / "agent.log", agent_environment())
 
 
 @pytest.fixture(scope="module")
 @real_server("Prometheus and Alertmanager (Debian packages) fed by an agent importing outputs")
 def debug_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    prometheus = binary("prometheus", "prometheus")
-    promtool = binary("promtool", "prometheus")
-    alertmanager = binary("prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
     folder = tmp_path_factory.mktemp("debug-alert-end-to-end")
-    agent_port, prometheus_port, alertmanager_port = free_ports(3)
     with ExitStack() as cleanup:
         webhook = WebhookReceiver()
         cleanup.callback(webhook.close)
-        stack = Stack(
-            prometheus_url=f"http://127.0.0.1:{prometheus_port}",
-            agent_url=f"http://127.0.0.1:{agent_port}/metrics",
+        started = start_alerting_stack(
+            cleanup, folder, webhook, HISTORY_S, lambda port: start_agent(folder, port)
+        )
+        yield Stack(
+            prometheus_url=started.prometheus_url,
+            agent_url=started.agent_url,
             webhook=webhook,
+            agent_started=started.agent_started,
+            processes=started.processes,
         )
-
-        def run(process: LoggedProcess) -> LoggedProcess:
-            stack.processes.append(process)
-            cleanup.callback(process.stop)
-            return process
-
-        write_alertmanager_config(folder / "alertmanager.yml", webhook)
-        alertmanager_process = run(
-            LoggedProcess(
-                "alertmanager",
-                [
-                    alertmanager,
-                    f"--config.file={folder / 'alertmanager.yml'}",
-                    f"--storage.path={folder / 'alertmanager-data'}",
-                    f"--web.listen-address=127.0.0.1:{alertmanager_port}",
-                    "--cluster.listen-address=",  # a single Alertmanager: no gossip
-                ],
-                folder / "alertmanager.log",
-            )
-        )
-        write_prometheus_config(folder / "prometheus.yml", agent_port, alertmanager_port)
-        backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=HISTORY_S)
-        stack.agent_started = time.monotonic()
-        agent = run(start_agent(folder, agent_port))
-        prometheus_process = run(
-            LoggedProcess(
-                "prometheus",
-                [
-                    prometheus,
-                    f"--config.file={folder / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={folder / 'prometheus-data'}",
-                    f"--web.listen-address=127.0.0.1:{prometheus_port}",
-                ],
-                folder / "prometheus.log",
-            )
-        )
-        alertmanager_process.wait_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready")
-        agent.wait_ready(stack.agent_url)
-        prometheus_process.wait_ready(f"{stack.prometheus_url}/-/ready")
-        yield stack
 
 
 def firing_alerts(stack: Stack, name: str, label: str, values: set[str]) -> list[dict[str, Any]]:

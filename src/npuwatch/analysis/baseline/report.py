@@ -36,7 +36,7 @@ from npuwatch.analysis.baseline.opprof_figures import (
     verdict_line,
 )
 from npuwatch.analysis.baseline.rules import BY_NAME
-from npuwatch.analysis.baseline.snapshot import Snapshot
+from npuwatch.analysis.baseline.snapshot import OPPROF_LAYOUT, Snapshot
 from npuwatch.parsers.profiling.values import plain_value
 from npuwatch.terminal import Palette
 
@@ -209,7 +209,12 @@ def _describe(snapshot: Snapshot) -> str:
     if snapshot.ranks is not None:
         parts.append(f"{snapshot.ranks} rank{'s' if snapshot.ranks != 1 else ''}")
     steps = snapshot.rank_steps
-    parts.append(f"{steps} rank-steps" if steps else "steps unknown")
+    if snapshot.layout == OPPROF_LAYOUT:
+        # One operator's launches, not a training run: there are no steps to count.
+        launches = snapshot.launch_count
+        parts.append(f"msOpProf, {launches} launch{'es' if launches != 1 else ''}")
+    else:
+        parts.append(f"{steps} rank-steps" if steps else "steps unknown")
     return ", ".join(parts)
 
 
