@@ -11,6 +11,7 @@ interleaved rounds (min and median of --rounds), each figure beside its referenc
                 a plain Python loop over the same files: one header regular expression,
                 `groupdict()` and a code `findall` a line (what a hand-written log summariser does
                 at least);
+  start-up      `npuwatch scan` of an empty folder, wall time: what every command pays first;
   grep literal  `npuwatch grep PATTERN --journal …` printing the matching lines, against
                 `rg PATTERN TREE` (and `rg -j1`, one thread) over the raw files, warm cache, wall
                 time of the whole command;
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -52,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from opensearchpy.serializer import JSONSerializer
 
 from grep_bench import journal_with_agent
+from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.sinks.search.documents import block_actions
 from npuwatch.sinks.search.fast_json import opensearch_serializer
@@ -201,7 +204,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ship-records", type=int, default=200_000)
     args = parser.parse_args()
+    # An installed wheel has its bytecode compiled: measure the commands as users run them,
+    # not recompiling every module at each start.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    # What is measured in this process (shipping, events read back, the reference loop) runs
+    # with the collector settings the agent and every command use.
+    tune_garbage_collector()
     tree, journal, lines, size = build(args.work, args.lines)
+    empty = args.work / "empty"
+    empty.mkdir(exist_ok=True)
     rg = shutil.which("rg")
     npuwatch = [sys.executable, "-m", "npuwatch"]
     questions = {"literal": LITERAL, "regex": REGEX}
@@ -211,6 +222,7 @@ def main() -> None:
         figures.add("reference loop", reference_scan(tree))
         _, cpu, _ = run_scan(tree, as_json=False)  # the report a user reads
         figures.add("scan", cpu)
+        figures.add("start-up", wall([*npuwatch, "scan", str(empty)])[0])
         for name, pattern in questions.items():
             seconds, output = wall([*npuwatch, "grep", pattern, "--journal", str(journal)])
             figures.add(f"grep {name}", seconds)
@@ -239,6 +251,7 @@ def main() -> None:
         f"scan: {figures.span('scan')} CPU ({lines / scan:,.0f} lines per CPU-second); "
         f"reference loop {figures.span('reference loop')}: {scan / loop:.2f}× (target ≤ 1.25×)"
     )
+    print(f"scan of an empty folder (start-up), wall: {figures.span('start-up')} (target < 0.2 s)")
     for name in questions:
         ours = figures.best(f"grep {name}")
         line = f"grep {name} ({found[f'grep {name}']:,} lines): {figures.span(f'grep {name}')}"

@@ -19,7 +19,7 @@ from typing import Literal, TextIO
 
 from npuwatch.config import Config
 from npuwatch.journal.block import decode_block
-from npuwatch.journal.documents import to_record
+from npuwatch.journal.documents import to_records
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.console import to_json_line
 from npuwatch.sinks.event_text import event_line
@@ -72,10 +72,12 @@ class ConsoleSink:
 
     def _print(self, page: Page) -> None:
         for _, block in page.blocks:
-            for stored in decode_block(block.payload):
-                if self._json:
-                    self._out.write(to_json_line(to_record(stored, block.source)) + "\n")
-                else:
+            records = decode_block(block.payload)
+            if self._json:
+                for record in to_records(records, block.source):
+                    self._out.write(to_json_line(record) + "\n")
+            else:
+                for stored in records:
                     self._out.write(stored.original + "\n")
         for _, _, document in page.events:
             self._out.write((document if self._json else event_line(document)) + "\n")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from npuwatch.journal.block import decode_block
-from npuwatch.journal.documents import to_record
+from npuwatch.journal.documents import to_records
 from npuwatch.journal.segment import StateRow, StoredBlock
 from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import format_timestamp
@@ -73,11 +73,14 @@ def block_actions(
     where = source.host or host
     if source.kind in TELEMETRY_KINDS:
         skipped_levels = frozenset()
-    for position, stored in enumerate(decode_block(block.payload)):
+    records = decode_block(block.payload)
+    shipped = [stored for stored in records if stored.level not in skipped_levels]
+    rebuilt = iter(to_records(shipped, source))
+    for position, stored in enumerate(records):
         if stored.level in skipped_levels:
             yield None
             continue
-        document = to_record(stored, source).to_document()
+        document = next(rebuilt).to_document()
         if "@timestamp" not in document:  # no time in the stream yet: a data stream needs one
             document["@timestamp"] = _now()
         document.setdefault("host", {"name": where})
