@@ -43,7 +43,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +56,7 @@ from opensearchpy.serializer import JSONSerializer
 from grep_bench import journal_with_agent
 from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.journal.segment import StoredBlock
 from npuwatch.sinks.search.documents import block_actions
 from npuwatch.sinks.search.fast_json import opensearch_serializer
 from parse_bench import run_scan
@@ -157,20 +158,26 @@ def ship_build(journal: Path, records: int) -> tuple[int, float, dict[str, float
     """Documents built, CPU seconds to build and serialise them into bulk lines, and the CPU
     seconds of each reference serialiser over the same documents built beforehand."""
     serializer = opensearch_serializer() or JSONSerializer()  # what the sink's client uses
-    built: list[dict[str, Any]] = []
+    # As the sink does, each page's bulk body is built, handed on and dropped: holding every
+    # document until the end would make the collector walk them all again and again.
+    shipped = 0
     started = time.process_time()
-    body: list[str] = []
-    with JournalReader(journal) as reader:
-        position = Position()
-        while len(body) < 2 * records and (page := reader.blocks_after(position, 4)):
-            for _, block in page:
-                for action in block_actions(block, "bench", "bench-host"):
-                    if action is not None:
-                        header = {action.op: {"_index": action.stream, "_id": action.id}}
-                        body += (serializer.dumps(header), serializer.dumps(action.document))
-                        built.append(action.document)
-            position = page[-1][0]
+    for page in _block_pages(journal, records):
+        body: list[str] = []
+        for block in page:
+            for action in block_actions(block, "bench", "bench-host"):
+                if action is not None:
+                    header = {action.op: {"_index": action.stream, "_id": action.id}}
+                    body += (serializer.dumps(header), serializer.dumps(action.document))
+        shipped += len(body) // 2
     ours = time.process_time() - started
+    built = [
+        action.document
+        for page in _block_pages(journal, records)
+        for block in page
+        for action in block_actions(block, "bench", "bench-host")
+        if action is not None
+    ]
     references: dict[str, Callable[[Any], Any]] = {"json.dumps": json.dumps}
     try:
         import orjson
@@ -184,7 +191,18 @@ def ship_build(journal: Path, records: int) -> tuple[int, float, dict[str, float
         for document in built:
             dumps(document)
         seconds[name] = time.process_time() - started
-    return len(built), ours, seconds
+    return shipped, ours, seconds
+
+
+def _block_pages(journal: Path, records: int) -> Iterator[list[StoredBlock]]:
+    """Pages of 4 blocks from the journal's start until they hold `records` records."""
+    count = 0
+    with JournalReader(journal) as reader:
+        position = Position()
+        while count < records and (page := reader.blocks_after(position, 4)):
+            yield [block for _, block in page]
+            count += sum(block.count for _, block in page)
+            position = page[-1][0]
 
 
 def wall(command: list[str]) -> tuple[float, str]:
@@ -277,8 +295,8 @@ def main() -> None:
         f"{figures.span('ship')} CPU: {shipped / ship:,.0f} a CPU-second, "
         f"{ship / shipped * 1e6:.1f} µs each (target ≥ 100,000 a CPU-second)"
     )
-    for name, seconds in references.items():
-        best = min(seconds)
+    for name, timings in references.items():
+        best = min(timings)
         line += f"; {name} of the built documents {best / shipped * 1e6:.1f} µs each"
     print(line)
     read, loads = figures.best("events read"), figures.best("events loads")
