@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opensearchpy.exceptions import TransportError
 
 from npuwatch.agent.runtime import Agent
 from npuwatch.agent.topology import build
@@ -159,7 +160,14 @@ def incident_where(
     found: list[dict[str, Any]] = []
 
     def check() -> bool:
-        found[:] = incidents(engine, namespace)
+        try:
+            found[:] = incidents(engine, namespace)
+        except TransportError as error:
+            # A node started again answers 503 until its shards are allocated once more, and
+            # refuses connections ("N/A") a moment before: not yet, not a failure.
+            if error.status_code not in (503, "N/A"):
+                raise
+            return False
         return len(found) == 1 and condition(found[0]["_source"]["ascend"]["incident"])
 
     wait_until(check, WAIT_S)
