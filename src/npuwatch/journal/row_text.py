@@ -120,10 +120,14 @@ class RowTextEncoder:
         compressor = self._compressors.get(kind)
         return text if compressor is None else compressor.compress(text.encode("utf-8"))
 
+    def untrained(self, kind: str) -> bool:
+        """Whether the segment has no dictionary of `kind` yet."""
+        return kind not in self._compressors
+
     def train_when_due(self, kind: str, rows: int) -> None:
         """Train `kind`'s dictionary when the segment holds `rows` rows of it and has none yet,
         and compress the rows stored before it. Call inside the write transaction."""
-        if kind in self._compressors or rows < self._next_attempt[kind]:
+        if not self.untrained(kind) or rows < self._next_attempt[kind]:
             return
         import zstandard  # noqa: PLC0415
 

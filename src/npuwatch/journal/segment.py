@@ -361,7 +361,8 @@ class Segment:
                 ],
             )
             encoder.train_when_due("notable", notable_id)
-            encoder.train_when_due("events", self.last_event_seq())
+            if encoder.untrained("events"):  # asks SQLite for the count only until trained
+                encoder.train_when_due("events", self.last_event_seq())
             if states:
                 db.executemany("DELETE FROM states WHERE id = ?", [(row.id,) for row in states])
                 db.executemany(
