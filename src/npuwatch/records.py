@@ -13,10 +13,11 @@ Two views of one schema:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal, NamedTuple
 
 from npuwatch.vocabulary import ERROR_LEVELS
@@ -135,6 +136,29 @@ class _BodyField:
         return record.__dict__[self.name]
 
 
+class _MarkedBodyField(_BodyField):
+    """A body field that only a body holding its marker (`Record.body_markers`) can carry.
+
+    The rule engine reads a record's rank for every match (it is in each dedupe key) and the
+    scan its device for every error: on the bodies without the marker, nearly all, the answer
+    is None without parsing the body.
+    """
+
+    __slots__ = ()
+
+    def __get__(self, record: Record | None, owner: type) -> Any:
+        if record is None:
+            return self
+        values = record.__dict__
+        body = values.get("body")
+        if body is not None:
+            marker = record.body_markers.get(self.name)
+            if marker is not None and marker not in body:
+                return None
+        record.derive_body_fields()
+        return values[self.name]
+
+
 class Record:
     """One log event as the parsers build it: plain attributes, no validation.
 
@@ -156,8 +180,8 @@ class Record:
     function: str | None = _BodyField()  # type: ignore[assignment]
     submodule: str | None = _BodyField()  # type: ignore[assignment]
     tags: list[str] | None = _BodyField()  # type: ignore[assignment]
-    rank: int | None = _BodyField()  # type: ignore[assignment]
-    device: int | None = _BodyField()  # type: ignore[assignment]
+    rank: int | None = _MarkedBodyField()  # type: ignore[assignment]
+    device: int | None = _MarkedBodyField()  # type: ignore[assignment]
 
     timestamp_us: int | None = None
     level: str | None = None
@@ -178,6 +202,9 @@ class Record:
     continuation: str | None = None
     """Lines after the first, joined by newlines (carriage returns removed)."""
     body_parser: Callable[[Record, str], None] | None = None
+    body_markers: Mapping[str, str] = MappingProxyType({})
+    """For a body field the body parser finds only after a fixed text (`rank`, `device`): that
+    text. A body without it leaves the field None, which is read without parsing the body."""
     ascend_extra: dict[str, Any] | None = None
     """Fields under `ascend.` that only telemetry entries carry (`npu`, `profiling`)."""
 

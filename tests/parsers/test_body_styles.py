@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.conftest import parse_one
+from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
+from tests.conftest import parse_one, real_log_files
 
 HEAD = "[INFO] MOD(5120,python3):2025-06-02-14:20:11.301.004 "
 FIELDS = ("thread_id", "origin_file", "origin_line", "function", "submodule", "tags", "message")
@@ -160,3 +163,41 @@ def test_body_fields_are_derived_only_when_asked_for() -> None:
     assert "message" not in vars(record)
     assert record.function == "GetVisibleDevices"
     assert vars(record)["message"] == "not set"
+
+
+TREES = Path(__file__).resolve().parents[2] / "fixtures" / "trees"
+EVERY_FILE = sorted(path for path in TREES.rglob("*") if path.is_file()) + real_log_files()
+UTC = LocalClock(resolve_timezone("UTC"))
+
+
+@pytest.mark.parametrize(
+    ("body", "rank", "device"),
+    [
+        ("[hccl_comm.cc:88][hccl-world_group][3]link up", 3, None),
+        ("12 (device_id:5 die_id:0) [IMP] queue full", None, 5),
+        ("[stream.cc:863] 150039 StreamSynchronize: device_id=0", None, None),
+    ],
+)
+def test_rank_and_device_come_from_their_styles(
+    body: str, rank: int | None, device: int | None
+) -> None:
+    record = parse_one(HEAD + body)
+    assert (record.rank, record.device) == (rank, device)
+
+
+@pytest.mark.parametrize("path", EVERY_FILE, ids=lambda path: path.name)
+def test_rank_and_device_read_alone_are_what_the_whole_body_gives(path: Path) -> None:
+    """Read first, rank and device skip the body parser when the body lacks their style's
+    marker: on every fixture file and real excerpt, the same values as parsing the body."""
+    alone = parse_bytes(path.read_bytes(), UTC, path=str(path))
+    whole = parse_bytes(path.read_bytes(), UTC, path=str(path))
+    for record in whole:
+        record.derive_body_fields()
+    assert [(r.rank, r.device) for r in alone] == [(r.rank, r.device) for r in whole]
+
+
+def test_a_body_without_the_markers_is_not_parsed_for_rank_and_device() -> None:
+    record = parse_one(HEAD + "[stream.cc:863] 150039 StreamSynchronize: device_id=0")
+    assert (record.rank, record.device) == (None, None)
+    assert "body" in vars(record) and "function" not in vars(record)
+    assert record.function == "StreamSynchronize" and record.rank is None

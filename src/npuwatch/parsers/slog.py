@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from npuwatch.parsers.slog_body import parse_body
+from npuwatch.parsers.slog_body import FIELD_MARKERS, parse_body
 from npuwatch.parsers.timestamps import PRE_CLOCK_SYNC_YEAR, LocalClock
 from npuwatch.records import Flag, Record
 from npuwatch.vocabulary import SLOG_LEVELS as LEVELS
@@ -46,6 +46,7 @@ class SlogRecord(Record):
     """A record with a CANN header; its body fields are parsed on first access."""
 
     body_parser = staticmethod(parse_body)
+    body_markers = FIELD_MARKERS
 
     def __init__(
         self,

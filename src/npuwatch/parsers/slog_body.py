@@ -11,6 +11,7 @@ B1/B2, which most RUNTIME/GE lines use, are tried before anything else.
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from npuwatch.records import Record
 
@@ -105,6 +106,9 @@ _NO_ORIGIN_STYLES: dict[str, tuple[tuple[re.Pattern[str], bool], ...]] = {
     # B16 LPM: `(dieid:N) [file.c line] msg`
     "(": ((_style(r"\(dieid:[0-9]+\) \[(?P<file>[^\[\]\s]+) (?P<line>[0-9]+)\] ?"), False),),
 }
+FIELD_MARKERS = MappingProxyType({"rank": "[hccl-", "device": "(device_id:"})
+"""The text without which no style above yields the field (`Record.body_markers`)."""
+
 # Leading tags of the message: `[INIT][DEFAULT]`, `[InitChannelStage][RunFailed]`, `[HCCL_ENV]`.
 _TAGS = re.compile(r" ?((?:\[[A-Za-z_][\w :]{0,39}\])+) ?")
 _TAG_SPLIT = re.compile(r"\[([^\[\]]+)\]")
