@@ -280,9 +280,7 @@ def start_alerting_stack(
     """Start Alertmanager posting to `webhook`, the agent (`start_agent(its metrics port)`) and
     Prometheus with `history_s` seconds of the agent's `up` backfilled (alerts.yml counts a new
     series only after that much history), and wait until each answers."""
-    prometheus = binary("prometheus", "prometheus")
     promtool = binary("promtool", "prometheus")
-    alertmanager = binary("prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
     agent_port, prometheus_port, alertmanager_port = free_ports(3)
     processes: list[LoggedProcess] = []
 
@@ -291,20 +289,7 @@ def start_alerting_stack(
         cleanup.callback(process.stop)
         return process
 
-    write_alertmanager_config(folder / "alertmanager.yml", webhook)
-    alertmanager_process = run(
-        LoggedProcess(
-            "alertmanager",
-            [
-                alertmanager,
-                f"--config.file={folder / 'alertmanager.yml'}",
-                f"--storage.path={folder / 'alertmanager-data'}",
-                f"--web.listen-address=127.0.0.1:{alertmanager_port}",
-                "--cluster.listen-address=",  # a single Alertmanager: no gossip
-            ],
-            folder / "alertmanager.log",
-        )
-    )
+    alertmanager = run(alertmanager_process(folder, webhook, alertmanager_port))
     write_prometheus_config(folder / "prometheus.yml", agent_port, alertmanager_port)
     backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=history_s)
     stack = AlertingStack(
@@ -314,19 +299,84 @@ def start_alerting_stack(
         processes=processes,
     )
     agent = run(start_agent(agent_port))
-    prometheus_process = run(
-        LoggedProcess(
-            "prometheus",
-            [
-                prometheus,
-                f"--config.file={folder / 'prometheus.yml'}",
-                f"--storage.tsdb.path={folder / 'prometheus-data'}",
-                f"--web.listen-address=127.0.0.1:{prometheus_port}",
-            ],
-            folder / "prometheus.log",
-        )
-    )
-    alertmanager_process.wait_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready")
+    prometheus = run(prometheus_process(folder, folder / "prometheus.yml", prometheus_port))
+    alertmanager.wait_ready(f"http://127.0.0.1:{alertmanager_port}/-/ready")
     agent.wait_ready(stack.agent_url)
-    prometheus_process.wait_ready(f"{stack.prometheus_url}/-/ready")
+    prometheus.wait_ready(f"{stack.prometheus_url}/-/ready")
     return stack
+
+
+def alertmanager_process(folder: Path, webhook: WebhookReceiver, port: int) -> LoggedProcess:
+    """Alertmanager (the Debian package) posting every alert to `webhook`, its files under
+    `folder`."""
+    alertmanager = binary("prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
+    write_alertmanager_config(folder / "alertmanager.yml", webhook)
+    return LoggedProcess(
+        "alertmanager",
+        [
+            alertmanager,
+            f"--config.file={folder / 'alertmanager.yml'}",
+            f"--storage.path={folder / 'alertmanager-data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",  # a single Alertmanager: no gossip
+        ],
+        folder / "alertmanager.log",
+    )
+
+
+def prometheus_process(folder: Path, config: Path, port: int) -> LoggedProcess:
+    """Prometheus (the Debian package) with `config`, its data and log under `folder`."""
+    return LoggedProcess(
+        "prometheus",
+        [
+            binary("prometheus", "prometheus"),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={folder / 'prometheus-data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        folder / "prometheus.log",
+    )
+
+
+def stack_diagnostics(
+    agent_url: str,
+    prefixes: tuple[str, ...],
+    prometheus_url: str,
+    webhook: WebhookReceiver,
+    processes: list[LoggedProcess],
+) -> str:
+    """What each part of an alerting stack saw, for a failure message: the agent's metric
+    lines that start with `prefixes`, Prometheus's alerts, the webhook's posts and the end of
+    each process's log."""
+    parts = [
+        _agent_metrics(agent_url, prefixes),
+        _prometheus_alerts(prometheus_url),
+        _webhook_posts(webhook),
+    ]
+    parts += [process.tail() for process in processes]
+    return "\n".join(parts)
+
+
+def _agent_metrics(url: str, prefixes: tuple[str, ...]) -> str:
+    try:
+        body = fetch(url).decode()
+    except OSError as error:
+        return f"agent /metrics: {error}"
+    counted = [line for line in body.splitlines() if line.startswith(prefixes)]
+    return f"agent's {', '.join(prefixes)}:\n  " + ("\n  ".join(counted) or "(none)")
+
+
+def _prometheus_alerts(url: str) -> str:
+    try:
+        alerts = fetch_json(f"{url}/api/v1/alerts")["data"]["alerts"]
+    except (OSError, ValueError, KeyError) as error:
+        return f"prometheus /api/v1/alerts: {error}"
+    listed = [f"{alert['state']} {alert['labels']}" for alert in alerts]
+    return "prometheus alerts:\n  " + ("\n  ".join(listed) or "(none)")
+
+
+def _webhook_posts(webhook: WebhookReceiver) -> str:
+    posts = webhook.posts()
+    return f"webhook posts ({len(posts)}):\n  " + "\n  ".join(
+        json.dumps(post)[:500] for post in posts
+    )

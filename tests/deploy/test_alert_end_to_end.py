@@ -42,6 +42,7 @@ from tests.deploy.prometheus_stack import (
     fetch,
     fetch_json,
     poll,
+    stack_diagnostics,
     start_alerting_stack,
 )
 from tests.deploy.test_grafana_dashboard import (
@@ -145,31 +146,12 @@ class Stack:
 
     def diagnostics(self) -> str:
         """What each part saw, for a failure message."""
-        parts = [self._agent_events(), self._prometheus_alerts(), self._posts()]
-        parts += [process.tail() for process in self.processes]
-        return "\n".join(parts)
-
-    def _agent_events(self) -> str:
-        try:
-            body = fetch(self.agent_url).decode()
-        except OSError as error:
-            return f"agent /metrics: {error}"
-        prefixes = ("ascend_rule_events", "ascend_npu_hbm", "npuwatch_npu_smi")
-        counted = [line for line in body.splitlines() if line.startswith(prefixes)]
-        return "agent's rule events and device metrics:\n  " + ("\n  ".join(counted) or "(none)")
-
-    def _prometheus_alerts(self) -> str:
-        try:
-            alerts = fetch_json(f"{self.prometheus_url}/api/v1/alerts")["data"]["alerts"]
-        except (OSError, ValueError, KeyError) as error:
-            return f"prometheus /api/v1/alerts: {error}"
-        listed = [f"{alert['state']} {alert['labels']}" for alert in alerts]
-        return "prometheus alerts:\n  " + ("\n  ".join(listed) or "(none)")
-
-    def _posts(self) -> str:
-        posts = self.webhook.posts()
-        return f"webhook posts ({len(posts)}):\n  " + "\n  ".join(
-            json.dumps(post)[:500] for post in posts
+        return stack_diagnostics(
+            self.agent_url,
+            ("ascend_rule_events", "ascend_npu_hbm", "npuwatch_npu_smi"),
+            self.prometheus_url,
+            self.webhook,
+            self.processes,
         )
 
 
@@ -358,6 +340,7 @@ def test_an_npu_at_95_percent_hbm_fires_ascend_npu_hbm_pressure_after_five_minut
     stack: Stack,
 ) -> None:
     def firing() -> dict[str, Any] | None:
+        alerts: list[dict[str, Any]]
         alerts = fetch_json(f"{stack.prometheus_url}/api/v1/alerts")["data"]["alerts"]
         for alert in alerts:
             if alert["labels"]["alertname"] == HBM_ALERT and alert["state"] == "firing":

@@ -33,9 +33,9 @@ from tests.deploy.prometheus_stack import (
     LoggedProcess,
     WebhookReceiver,
     agent_environment,
-    fetch,
     fetch_json,
     poll,
+    stack_diagnostics,
     start_alerting_stack,
 )
 from tests.real_servers import real_server
@@ -82,31 +82,12 @@ class Stack:
 
     def diagnostics(self) -> str:
         """What each part saw, for a failure message."""
-        parts = [self._agent_metrics(), self._prometheus_alerts(), self._posts()]
-        parts += [process.tail() for process in self.processes]
-        return "\n".join(parts)
-
-    def _agent_metrics(self) -> str:
-        try:
-            body = fetch(self.agent_url).decode()
-        except OSError as error:
-            return f"agent /metrics: {error}"
-        prefixes = ("ascend_monitor", "ascend_sanitizer", "ascend_debug")
-        counted = [line for line in body.splitlines() if line.startswith(prefixes)]
-        return "agent's debugging-tool metrics:\n  " + ("\n  ".join(counted) or "(none)")
-
-    def _prometheus_alerts(self) -> str:
-        try:
-            alerts = fetch_json(f"{self.prometheus_url}/api/v1/alerts")["data"]["alerts"]
-        except (OSError, ValueError, KeyError) as error:
-            return f"prometheus /api/v1/alerts: {error}"
-        listed = [f"{alert['state']} {alert['labels']}" for alert in alerts]
-        return "prometheus alerts:\n  " + ("\n  ".join(listed) or "(none)")
-
-    def _posts(self) -> str:
-        posts = self.webhook.posts()
-        return f"webhook posts ({len(posts)}):\n  " + "\n  ".join(
-            json.dumps(post)[:500] for post in posts
+        return stack_diagnostics(
+            self.agent_url,
+            ("ascend_monitor", "ascend_sanitizer", "ascend_debug"),
+            self.prometheus_url,
+            self.webhook,
+            self.processes,
         )
 
     def seconds_left(self, within: float) -> float:

@@ -52,13 +52,14 @@ from tests.deploy.prometheus_stack import (
     LoggedProcess,
     WebhookReceiver,
     agent_environment,
+    alertmanager_process,
     backfill_up,
     binary,
     fetch,
     fetch_json,
     free_ports,
     poll,
-    write_alertmanager_config,
+    prometheus_process,
 )
 from tests.deploy.test_grafana_dashboard import (
     as_grafana_sends_it,
@@ -384,9 +385,7 @@ def search_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNod
 def incident_stack(
     search_node: RunningNode, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[IncidentStack]:
-    prometheus = binary("prometheus", "prometheus")
     promtool = binary("promtool", "prometheus")
-    alertmanager = binary("prometheus-alertmanager", "prometheus-alertmanager", "alertmanager")
     folder = tmp_path_factory.mktemp("incident-alert")
     port_a, port_b, correlator_port, prometheus_port, alertmanager_port = free_ports(5)
     with ExitStack() as cleanup:
@@ -436,37 +435,13 @@ def incident_stack(
         print(f"agents' documents (processes, events) {counts}: {stack.took('written'):.1f} s")
 
         # Alertmanager, and Prometheus scraping the correlator only, as it starts.
-        write_alertmanager_config(folder / "alertmanager.yml", webhook)
-        alertmanager_process = run(
-            LoggedProcess(
-                "alertmanager",
-                [
-                    alertmanager,
-                    f"--config.file={folder / 'alertmanager.yml'}",
-                    f"--storage.path={folder / 'alertmanager-data'}",
-                    f"--web.listen-address=127.0.0.1:{alertmanager_port}",
-                    "--cluster.listen-address=",  # a single Alertmanager: no gossip
-                ],
-                folder / "alertmanager.log",
-            )
-        )
+        alertmanager = run(alertmanager_process(folder, webhook, alertmanager_port))
         for address in HOSTS.values():
             backfill_up(promtool, folder / "prometheus-data", address, seconds=600)
         prometheus_yml = folder / "prometheus.yml"
         prometheus_yml.write_text(yaml.safe_dump(prometheus_config(stack, with_agents=False)))
-        stack.prometheus = run(
-            LoggedProcess(
-                "prometheus",
-                [
-                    prometheus,
-                    f"--config.file={prometheus_yml}",
-                    f"--storage.tsdb.path={folder / 'prometheus-data'}",
-                    f"--web.listen-address=127.0.0.1:{prometheus_port}",
-                ],
-                folder / "prometheus.log",
-            )
-        )
-        alertmanager_process.wait_ready(f"{stack.alertmanager_url}/-/ready")
+        stack.prometheus = run(prometheus_process(folder, prometheus_yml, prometheus_port))
+        alertmanager.wait_ready(f"{stack.alertmanager_url}/-/ready")
         stack.prometheus.wait_ready(f"{stack.prometheus_url}/-/ready")
         stack.moments["correlator"] = time.monotonic()
         correlator = run(
