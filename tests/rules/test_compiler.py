@@ -86,6 +86,10 @@ def test_compile_errors(condition: str, message: str) -> None:
         ("ascend.runtime_codes in [107020, 507046]", {("runtime", 107020), ("runtime", 507046)}),
         ("log.level == ERROR and message ~ /timeout/i", {("level", "ERROR")}),
         ("log.logger == GE and message contains 'compile'", {("literal", ("compile", False))}),
+        (
+            "log.logger == PRECISION and message startswith 'precision first'",
+            {("module", "PRECISION")},
+        ),
         ("error.code == EI0002 or log.level == ERROR", {("code", "EI0002"), ("level", "ERROR")}),
         ("log.level == DEBUG and error.code == E19999", {("code", "E19999")}),
     ],
