@@ -12,6 +12,7 @@ interleaved rounds (min and median of --rounds), each figure beside its referenc
                 a plain Python loop over the same files: one header regular expression,
                 `groupdict()` and a code `findall` a line (what a hand-written log summariser does
                 at least);
+  scan --no-rules  the same without the rules: what parsing and folding cost alone;
   scan, even    the same on the tree of bench/make_tree.py (1M lines of a few even templates, made
                 once under WORK/even): the issue asks scan to stay within 0.8× the loop there;
   start-up      `npuwatch scan` of an empty folder, wall time: what every command pays first;
@@ -302,6 +303,7 @@ def main() -> None:
             figures.add("reference loop", reference_scan(tree))
             _, cpu, _ = run_scan(tree, as_json=False)  # the report a user reads
             figures.add("scan", cpu)
+            figures.add("scan, no rules", run_scan(tree, "--no-rules", as_json=False)[1])
             assert even is not None
             figures.add("reference loop, even", reference_scan(even))
             figures.add("scan, even", run_scan(even, as_json=False)[1])
@@ -341,6 +343,11 @@ def main() -> None:
     print(
         f"scan: {figures.span('scan')} CPU ({lines / scan:,.0f} lines per CPU-second); "
         f"reference loop {figures.span('reference loop')}: {scan / loop:.2f}× (target ≤ 1.25×)"
+    )
+    bare = figures.best("scan, no rules")
+    print(
+        f"  scan --no-rules: {figures.span('scan, no rules')} CPU: {bare / loop:.2f}× the loop "
+        f"(the rules' share of scan: {1 - bare / scan:.0%})"
     )
     scan, loop = figures.best("scan, even"), figures.best("reference loop, even")
     print(
