@@ -270,8 +270,15 @@ class Record:
         if source.path is not None:
             log["file"] = {"path": source.path}
         origin: dict[str, Any] = {} if self.function is None else {"function": self.function}
-        if self.origin_file is not None or self.origin_line is not None:
-            origin["file"] = _present(name=self.origin_file, line=self.origin_line)
+        origin_file, origin_line = self.origin_file, self.origin_line
+        if origin_line is not None:
+            origin["file"] = (
+                {"line": origin_line}
+                if origin_file is None
+                else {"name": origin_file, "line": origin_line}
+            )
+        elif origin_file is not None:
+            origin["file"] = {"name": origin_file}
         if origin:
             log["origin"] = origin
         doc["log"] = log
@@ -322,8 +329,10 @@ class Record:
         if self.end_offset is not None:
             ascend["end_offset"] = self.end_offset
         if source.pid is not None or source.created_us is not None:
-            created = None if source.created_us is None else format_timestamp(source.created_us)
-            ascend["file"] = _present(pid=source.pid, created=created)
+            file: dict[str, Any] = {} if source.pid is None else {"pid": source.pid}
+            if source.created_us is not None:
+                file["created"] = format_timestamp(source.created_us)
+            ascend["file"] = file
         if self.ascend_extra:
             ascend.update(self.ascend_extra)
         return ascend
@@ -350,10 +359,6 @@ class SourceInfo:
     """The pid in the file name."""
     created_us: int | None = None
     """The creation time in the file name."""
-
-
-def _present(**values: Any) -> dict[str, Any]:
-    return {key: value for key, value in values.items() if value is not None}
 
 
 _NO_SOURCE = SourceInfo()
