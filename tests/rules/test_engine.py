@@ -274,3 +274,28 @@ def test_dedupe_keeps_hosts_apart_whatever_the_rule_groups_by(tmp_path: Path) ->
         ("host-a", 2),
         ("host-b", 1),
     ]
+
+
+def test_a_module_rule_finds_its_records_with_the_parsers_modules_or_without(
+    tmp_path: Path,
+) -> None:
+    """The parser's BatchIndex lists each record's module: the engine passes over the modules
+    of a batch that holds none of its rules' modules, and still finds the one that does."""
+    rules = pack(tmp_path, rule("mon", "log.logger == MONITOR and message contains 'NaN'"))
+    assert ("module", "MONITOR") in rules.rules[0].keys  # type: ignore[operator]
+    without = [line("INFO", "GE", s, f"NaN {s}") for s in range(3)]
+    within = [*without, line("INFO", "MONITOR", 5, "NaN at step 7")]
+    for lines, expected in ((without, []), (within, ["NaN at step 7"])):
+        parser = StreamParser(utc_clock(), path=PLOG, batch_index=True)
+        data = ("\n".join(lines) + "\n").encode()
+        batches = [(parser.feed(data), parser.last_batch), (parser.flush(), parser.last_batch)]
+        assert [batch.loggers for _, batch in batches] == [
+            [record.logger for record in records] for records, _ in batches
+        ]
+        for hinted in (True, False):
+            engine = RuleEngine(rules)
+            stream = engine.stream(parser.source)
+            for records, hints in batches:
+                engine.process(records, stream, data, hints if hinted else None)
+            found = [event.trigger.message for event in engine.flush()]
+            assert found == expected, (hinted, found)

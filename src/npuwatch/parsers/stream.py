@@ -65,8 +65,9 @@ class StreamParser:
         self.source = describe_path(path, clock, host)
         self._current: Record | None = None
         self._batch_index = batch_index
-        self.last_batch = BatchIndex([], [])
-        """Levels and flagged positions of the records the last feed() or flush() returned."""
+        self.last_batch = BatchIndex([], [], [])
+        """Levels, modules and flagged positions of the records the last feed() or flush()
+        returned."""
         self._extra: list[str] = []
         self._extra_bytes = 0
         self._last_timestamp: int | None = None
@@ -79,7 +80,7 @@ class StreamParser:
         (or at the end of the stream). Returns the records completed by it."""
         done: list[Record] = []
         if not data:
-            self.last_batch = BatchIndex([], [])
+            self.last_batch = BatchIndex([], [], [])
             return done
         clock = self._clock
         items = scan_chunk(
@@ -97,6 +98,8 @@ class StreamParser:
         append = done.append
         levels: list[str | None] = []
         add_level = levels.append
+        loggers: list[str | None] = []
+        add_logger = loggers.append
         flagged: list[int] = []
         indexing = self._batch_index
         current = self._current
@@ -119,6 +122,7 @@ class StreamParser:
                     if current.flags:
                         flagged.append(len(done))
                     add_level(level)
+                    add_logger(current.logger)
                 append(current)
             timestamp = record.timestamp_us
             if timestamp is None:
@@ -135,7 +139,7 @@ class StreamParser:
         self._last_timestamp = last_timestamp
         self._last_pre_sync = last_pre_sync
         if indexing:
-            self.last_batch = BatchIndex(levels, flagged)
+            self.last_batch = BatchIndex(levels, flagged, loggers)
         return done
 
     @property
@@ -155,11 +159,11 @@ class StreamParser:
     def flush(self) -> list[Record]:
         """End the stream (or an idle pause): return the record still being assembled."""
         if self._current is None:
-            self.last_batch = BatchIndex([], [])
+            self.last_batch = BatchIndex([], [], [])
             return []
         record = self._finish(self._current)
         self._current = None
-        self.last_batch = BatchIndex([record.level], [0] if record.flags else [])
+        self.last_batch = BatchIndex([record.level], [0] if record.flags else [], [record.logger])
         return [record]
 
     def _other_line(

@@ -125,14 +125,17 @@ class RuleEngine:
         if not records:
             return
         index = self._index
+        loggers: list[str | None] | None = None
         if hints is not None and len(hints.levels) == len(records):
-            levels, flagged = hints.levels, hints.flagged
+            levels, flagged, loggers = hints
         else:
             levels = list(map(_LEVEL, records))
             flagged = list(compress(range(len(records)), map(_FLAGS, records)))
         if index.level_counters:
             self._tally(index, levels, records, stream)
-        positions, literal_hits = self._candidates(index, levels, flagged, records, stream, raw)
+        positions, literal_hits = self._candidates(
+            index, levels, flagged, loggers, records, stream, raw
+        )
         kind = stream.kind
         plans = stream.plans_for(index)
         new_pending: list[tuple[Event, int]] = []
@@ -171,19 +174,23 @@ class RuleEngine:
         index: RuleIndex,
         levels: list[str | None],
         flagged: list[int],
+        loggers: list[str | None] | None,
         records: Sequence[Record],
         stream: RuleStream,
         raw: bytes | None,
     ) -> tuple[Iterable[int], set[int] | frozenset[int]]:
         """Positions of the records that can match any rule, found with C-speed passes: a level
         or module some rule is keyed by, a flag (codes, another format), a literal; and the
-        positions found by a literal."""
+        positions found by a literal. `loggers`, each record's module when the parser gave
+        them, spares reading the modules of a batch that holds none of the rules' modules."""
         count = len(records)
         if index.everything or stream.kind in index.kinds:
             return range(count), frozenset(range(count)) if index.by_literal else frozenset()
         selectors: Iterator[Any] = map(index.levels.__contains__, levels)
-        if index.modules:
-            selectors = map(or_, selectors, map(index.modules.__contains__, map(_LOGGER, records)))
+        modules = index.modules
+        if modules and (loggers is None or not modules.isdisjoint(loggers)):
+            named = map(_LOGGER, records) if loggers is None else loggers
+            selectors = map(or_, selectors, map(modules.__contains__, named))
         by_key = list(compress(range(count), selectors))
         positions: Iterable[int] = sorted(set(by_key).union(flagged)) if flagged else by_key
         if not index.by_literal:
