@@ -14,7 +14,6 @@ pids and codes as JSON; and the original texts joined by newlines. Decoding give
 from __future__ import annotations
 
 import json
-import re
 import struct
 import zlib
 from array import array
@@ -52,6 +51,8 @@ _EXPORTED_FLAGS = 0xFFFF
 _HEADER = struct.Struct("<BIII")
 """Format version, record count, length of the dictionary JSON, length of the columns JSON."""
 _VERSION = 2
+_FIXED_BYTES_PER_RECORD = 4 * 8 + 4
+"""Times, offsets, end offsets and pids (8 bytes each), the text length (4)."""
 _LARGEST_BLOCK_BYTES = 1 << 30
 """Far above any block a commit writes (a few MiB); a size beyond it is damage."""
 
@@ -214,25 +215,6 @@ def decode_block(payload: bytes) -> list[StoredRecord]:
     return [columns.record(index) for index in range(columns.count)]
 
 
-def decode_matching(payload: bytes, text_has: re.Pattern[str]) -> list[tuple[int, StoredRecord]]:
-    """The records of a block that `text_has` may match, with their positions: the pattern is
-    searched in the block's text (every record's text, joined by newlines) at C speed, and only
-    the records where a match starts are built. After a match, the search goes on at the start
-    of the next record, so that a match running across a newline cannot hide one in the record
-    after it; the caller tests each record on its own (a match across records is no match)."""
-    columns = read_columns(payload)
-    found: list[tuple[int, StoredRecord]] = []
-    text = columns.text
-    search = text_has.search
-    position = 0
-    while position <= len(text) and (match := search(text, position)) is not None:
-        starts = columns.starts
-        index = bisect_right(starts, match.start()) - 1
-        found.append((index, columns.record(index)))
-        position = starts[index + 1]
-    return found
-
-
 @dataclass
 class BlockColumns:
     """A block's columns, decoded; records are built from them one at a time."""
@@ -299,33 +281,76 @@ class BlockColumns:
         )
 
 
+_READ_ERRORS = (
+    zstandard.ZstdError,
+    zlib.error,
+    struct.error,
+    ValueError,
+    IndexError,
+    KeyError,
+    TypeError,
+)
+
+
+def _all_below(indexes: array[int], limit: int) -> bool:
+    if indexes.typecode == "B":  # deleting the valid bytes is a C pass; max() is a Python one
+        return not indexes.tobytes().translate(None, bytes(range(min(limit, 256))))
+    return max(indexes, default=0) < limit
+
+
 def read_columns(payload: bytes) -> BlockColumns:
+    return columns_of(unpack(payload))
+
+
+def unpack(payload: bytes) -> bytes:
+    """The block's columns and text, uncompressed (what columns_of reads). zstd frees the
+    interpreter while it decompresses: a reader can unpack the next block in a thread."""
     try:
-        return _columns(payload)
-    except (
-        zstandard.ZstdError,
-        zlib.error,
-        struct.error,
-        ValueError,
-        IndexError,
-        KeyError,
-        TypeError,
-    ) as error:
+        return _unpack(payload)
+    except _READ_ERRORS as error:
         raise BlockFormatError(f"unreadable block: {error}") from error
 
 
-def _columns(payload: bytes) -> BlockColumns:
+def _unpack(payload: bytes) -> bytes:
     marker, body = payload[:1], payload[1:]
     if marker == b"s":
         # A damaged frame header can claim any size; decompress would try to allocate it.
         claimed = zstandard.frame_content_size(body)
         if claimed > _LARGEST_BLOCK_BYTES:
             raise ValueError(f"the block claims {claimed} bytes uncompressed")
-        body = zstandard.ZstdDecompressor().decompress(body, max_output_size=_LARGEST_BLOCK_BYTES)
-    elif marker == b"z":  # zlib, which the first journals of this format used
-        body = zlib.decompress(body)
-    elif marker != b"-":
+        return zstandard.ZstdDecompressor().decompress(body, max_output_size=_LARGEST_BLOCK_BYTES)
+    if marker == b"z":  # zlib, which the first journals of this format used
+        return zlib.decompress(body)
+    if marker != b"-":
         raise ValueError(f"unknown block encoding {marker!r}")
+    return body
+
+
+def text_start(body: bytes) -> int:
+    """Where the records' joined text starts in an unpacked block: a search of the bytes from
+    there finds what the text holds without decoding anything."""
+    try:
+        version, count, dictionary_length, columns_length = _HEADER.unpack_from(body)
+    except struct.error as error:
+        raise BlockFormatError(f"unreadable block: {error}") from error
+    if version != _VERSION:
+        raise BlockFormatError(
+            f"unreadable block: block format {version} (this npuwatch reads {_VERSION})"
+        )
+    index_start = _HEADER.size + count * _FIXED_BYTES_PER_RECORD
+    width = 2 if body[index_start : index_start + 1] == b"H" else 1
+    return int(index_start + 1 + 2 * width * count + dictionary_length + columns_length)
+
+
+def columns_of(body: bytes) -> BlockColumns:
+    """The columns of an unpacked block, checked (a damaged block raises BlockFormatError)."""
+    try:
+        return _columns(body)
+    except _READ_ERRORS as error:
+        raise BlockFormatError(f"unreadable block: {error}") from error
+
+
+def _columns(body: bytes) -> BlockColumns:
     version, count, dictionary_length, columns_length = _HEADER.unpack_from(body)
     if version != _VERSION:
         raise ValueError(f"block format {version} (this npuwatch reads {_VERSION})")
@@ -355,13 +380,13 @@ def _columns(payload: bytes) -> BlockColumns:
     names = json.loads(bytes(view[:dictionary_length]))
     view = view[dictionary_length:]
     sparse_flags, sparse_codes = json.loads(bytes(view[:columns_length]))
-    text = bytes(view[columns_length:]).decode("utf-8")
+    text = str(view[columns_length:], "utf-8")
     if len(text) != max(sum(lengths) + count - 1, 0):  # the texts are the rest of the blob
         raise ValueError("block text does not match its lengths")
     # Checked here, so that building a record later cannot fail on a damaged block.
     if not isinstance(names, list):
         raise TypeError("the block's dictionary is not a list")
-    if count and (max(level_index) >= len(names) or max(logger_index) >= len(names)):
+    if not (_all_below(level_index, len(names)) and _all_below(logger_index, len(names))):
         raise IndexError("a level or module outside the block's dictionary")
     return BlockColumns(
         count,
