@@ -267,7 +267,20 @@ class AlertingStack:
     agent_url: str
     agent_started: float
     """When the agent process was started (time.monotonic)."""
+    webhook: WebhookReceiver
+    metric_prefixes: tuple[str, ...]
+    """The agent's metrics a failure message shows."""
     processes: list[LoggedProcess] = field(default_factory=list)
+
+    def diagnostics(self) -> str:
+        """What each part saw, for a failure message."""
+        return stack_diagnostics(
+            self.agent_url, self.metric_prefixes, self.prometheus_url, self.webhook, self.processes
+        )
+
+    def seconds_left(self, within: float) -> float:
+        """What is left of `within` seconds counted from the agent's start."""
+        return max(0.0, within - (time.monotonic() - self.agent_started))
 
 
 def start_alerting_stack(
@@ -276,10 +289,12 @@ def start_alerting_stack(
     webhook: WebhookReceiver,
     history_s: int,
     start_agent: Callable[[int], LoggedProcess],
+    metric_prefixes: tuple[str, ...],
 ) -> AlertingStack:
     """Start Alertmanager posting to `webhook`, the agent (`start_agent(its metrics port)`) and
     Prometheus with `history_s` seconds of the agent's `up` backfilled (alerts.yml counts a new
-    series only after that much history), and wait until each answers."""
+    series only after that much history), and wait until each answers. A failure message shows
+    the agent's metrics that start with `metric_prefixes`."""
     promtool = binary("promtool", "prometheus")
     agent_port, prometheus_port, alertmanager_port = free_ports(3)
     processes: list[LoggedProcess] = []
@@ -296,6 +311,8 @@ def start_alerting_stack(
         prometheus_url=f"http://127.0.0.1:{prometheus_port}",
         agent_url=f"http://127.0.0.1:{agent_port}/metrics",
         agent_started=time.monotonic(),
+        webhook=webhook,
+        metric_prefixes=metric_prefixes,
         processes=processes,
     )
     agent = run(start_agent(agent_port))

@@ -24,7 +24,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -36,13 +36,13 @@ from npuwatch.parsers.npu_smi import parse_npu_smi
 from tests.deploy.prometheus_stack import (
     INSTANCE,
     REPOSITORY,
+    AlertingStack,
     LoggedProcess,
     WebhookReceiver,
     agent_environment,
     fetch,
     fetch_json,
     poll,
-    stack_diagnostics,
     start_alerting_stack,
 )
 from tests.deploy.test_grafana_dashboard import (
@@ -131,28 +131,13 @@ def append(path: Path, lines: list[str]) -> None:
         handle.write("".join(line + "\n" for line in lines))
 
 
-@dataclass
-class Stack:
-    """The agent, Prometheus, Alertmanager and the webhook, running for the module."""
+@dataclass(kw_only=True)
+class Stack(AlertingStack):
+    """The agent, Prometheus, Alertmanager and the webhook, running for the module, and the
+    two logs the test writes to."""
 
-    prometheus_url: str
-    agent_url: str
     plog: Path
     console: Path
-    webhook: WebhookReceiver
-    processes: list[LoggedProcess] = field(default_factory=list)
-    agent_started: float = 0.0
-    """When the agent process was started (time.monotonic)."""
-
-    def diagnostics(self) -> str:
-        """What each part saw, for a failure message."""
-        return stack_diagnostics(
-            self.agent_url,
-            ("ascend_rule_events", "ascend_npu_hbm", "npuwatch_npu_smi"),
-            self.prometheus_url,
-            self.webhook,
-            self.processes,
-        )
 
 
 def start_agent(folder: Path, port: int, started: datetime) -> LoggedProcess:
@@ -222,16 +207,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         webhook = WebhookReceiver()
         cleanup.callback(webhook.close)
         running = start_alerting_stack(
-            cleanup, folder, webhook, 600, lambda port: start_agent(folder, port, started)
+            cleanup,
+            folder,
+            webhook,
+            600,
+            lambda port: start_agent(folder, port, started),
+            ("ascend_rule_events", "ascend_npu_hbm", "npuwatch_npu_smi"),
         )
         stack = Stack(
-            prometheus_url=running.prometheus_url,
-            agent_url=running.agent_url,
-            plog=plog_path(folder, started),
-            console=console_path(folder),
-            webhook=webhook,
-            processes=running.processes,
-            agent_started=running.agent_started,
+            **vars(running), plog=plog_path(folder, started), console=console_path(folder)
         )
         scraping, _ = poll(lambda: True if agent_scraped(stack) else None, timeout=30)
         assert scraping, f"Prometheus does not scrape the agent\n{stack.diagnostics()}"

@@ -20,7 +20,6 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,12 @@ from npuwatch.analysis.debug_findings import digest_output
 from tests.deploy.prometheus_stack import (
     INSTANCE,
     REPOSITORY,
+    AlertingStack,
     LoggedProcess,
     WebhookReceiver,
     agent_environment,
     fetch_json,
     poll,
-    stack_diagnostics,
     start_alerting_stack,
 )
 from tests.real_servers import real_server
@@ -69,31 +68,6 @@ def sanitizer_errors() -> dict[str, int]:
     return errors
 
 
-@dataclass
-class Stack:
-    """The agent, Prometheus, Alertmanager and the webhook, running for the module."""
-
-    prometheus_url: str
-    agent_url: str
-    webhook: WebhookReceiver
-    agent_started: float = 0.0
-    """When the agent process was started (time.monotonic)."""
-    processes: list[LoggedProcess] = field(default_factory=list)
-
-    def diagnostics(self) -> str:
-        """What each part saw, for a failure message."""
-        return stack_diagnostics(
-            self.agent_url,
-            ("ascend_monitor", "ascend_sanitizer", "ascend_debug"),
-            self.prometheus_url,
-            self.webhook,
-            self.processes,
-        )
-
-    def seconds_left(self, within: float) -> float:
-        return max(0.0, within - (time.monotonic() - self.agent_started))
-
-
 def start_agent(folder: Path, port: int) -> LoggedProcess:
     """The agent watching a folder where a training job's monitor wrote its statistics (rank 1
     went NaN at step 37) and msSanitizer its memcheck report."""
@@ -124,24 +98,24 @@ def start_agent(folder: Path, port: int) -> LoggedProcess:
 
 @pytest.fixture(scope="module")
 @real_server("Prometheus and Alertmanager (Debian packages) fed by an agent importing outputs")
-def debug_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def debug_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AlertingStack]:
     folder = tmp_path_factory.mktemp("debug-alert-end-to-end")
     with ExitStack() as cleanup:
         webhook = WebhookReceiver()
         cleanup.callback(webhook.close)
-        started = start_alerting_stack(
-            cleanup, folder, webhook, HISTORY_S, lambda port: start_agent(folder, port)
-        )
-        yield Stack(
-            prometheus_url=started.prometheus_url,
-            agent_url=started.agent_url,
-            webhook=webhook,
-            agent_started=started.agent_started,
-            processes=started.processes,
+        yield start_alerting_stack(
+            cleanup,
+            folder,
+            webhook,
+            HISTORY_S,
+            lambda port: start_agent(folder, port),
+            ("ascend_monitor", "ascend_sanitizer", "ascend_debug"),
         )
 
 
-def firing_alerts(stack: Stack, name: str, label: str, values: set[str]) -> list[dict[str, Any]]:
+def firing_alerts(
+    stack: AlertingStack, name: str, label: str, values: set[str]
+) -> list[dict[str, Any]]:
     """The alerts `name` firing in Prometheus once there is one for each of `values` of
     `label`, sorted by it; fails after FIRING_WITHIN of the agent's start."""
 
@@ -164,7 +138,7 @@ def firing_alerts(stack: Stack, name: str, label: str, values: set[str]) -> list
     return sorted(alerts, key=lambda alert: str(alert["labels"].get(label)))
 
 
-def delivered(stack: Stack, name: str, label: str, values: set[str]) -> dict[str, Any]:
+def delivered(stack: AlertingStack, name: str, label: str, values: set[str]) -> dict[str, Any]:
     """The alerts `name` Alertmanager posted, by the value of `label` (path and alert), once
     every one of `values` was; fails after DELIVERED_WITHIN of the agent's start."""
 
@@ -188,7 +162,7 @@ def delivered(stack: Stack, name: str, label: str, values: set[str]) -> dict[str
 
 
 def test_a_nan_in_the_training_monitor_fires_ascend_training_nan_for_its_rank(
-    debug_stack: Stack,
+    debug_stack: AlertingStack,
 ) -> None:
     ranks = nan_ranks()
     assert ranks == {"1": 3}  # rank 1's three statistics rows of step 37
@@ -213,7 +187,7 @@ def test_a_nan_in_the_training_monitor_fires_ascend_training_nan_for_its_rank(
 
 
 def test_the_errors_of_an_mssanitizer_report_fire_ascend_sanitizer_error_by_kind(
-    debug_stack: Stack,
+    debug_stack: AlertingStack,
 ) -> None:
     errors = sanitizer_errors()
     assert sum(errors.values()) == 9 and "illegal_read" in errors
