@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from npuwatch.analysis.scan import ScanAggregator
 from npuwatch.analysis.scan_text import render_scan
 from npuwatch.analysis.scan_tree import scan_tree
+from npuwatch.parsers import StreamParser
 from npuwatch.parsers.timestamps import year_of
 from npuwatch.terminal import Palette
 from tests.conftest import TREES, utc_clock
@@ -119,3 +121,66 @@ def test_year_less_lines_take_the_year_of_the_files_dated_lines_not_its_copy_tim
     result = scan(tmp_path)
     assert result.first_us is not None and result.last_us is not None
     assert {year_of(result.first_us), year_of(result.last_us)} == {2025}
+
+
+REAL = "[INFO] RUNTIME(4100,python3):2025-09-14-09:37:{second}.000.000 [a.cc:1] 4101 step"
+FIRMWARE = "[INFO]HSM:1970-01-01 00:03:45.333 hpre init succeed."
+"""A firmware line of a device's boot, before its clock sync: no pid, a 1970 time."""
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [REAL.format(second=31), FIRMWARE, REAL.format(second=32)],
+        [FIRMWARE, REAL.format(second=31), REAL.format(second=32)],
+        [REAL.format(second=31), REAL.format(second=32), FIRMWARE],
+    ],
+    ids=["firmware between", "firmware first", "firmware last"],
+)
+def test_a_process_spans_its_real_times_with_the_pid_less_lines_of_its_file(
+    tmp_path: Path, lines: list[str]
+) -> None:
+    """Lines without a pid in plog-4100_… belong to process 4100; their 1970 times (before
+    clock sync) are no times the process ran at, whichever line comes first."""
+    log = tmp_path / "plog" / "plog-4100_20250914093700000.log"
+    log.parent.mkdir()
+    log.write_text("\n".join(lines) + "\n")
+    result = scan(tmp_path)
+    [process] = result.processes.values()
+    assert (process.pid, process.name, process.records) == (4100, "python3", 3)
+    assert process.first_us == 1757842651000000  # 2025-09-14T09:37:31Z
+    assert process.last_us == 1757842652000000
+
+
+def test_a_firmware_time_stands_only_until_a_real_time_of_the_process_comes() -> None:
+    aggregator = ScanAggregator("tree")
+    parser = StreamParser(utc_clock(), path="plog/plog-4100_20250914093700000.log")
+    aggregator.start_file(parser.source, 0)
+    offset = 0
+
+    def batch(*lines: str) -> None:
+        nonlocal offset
+        data = "".join(f"{line}\n" for line in lines).encode()
+        aggregator.add_batch(parser.feed(data, offset) + parser.flush())
+        offset += len(data)
+
+    batch(FIRMWARE)
+    [process] = aggregator.result.processes.values()
+    assert process.first_us == process.last_us == 225_333_000  # nothing better known yet
+    batch(REAL.format(second=31), FIRMWARE, REAL.format(second=32))
+    assert process.first_us == 1757842651000000
+    assert process.last_us == 1757842652000000
+    batch(FIRMWARE)
+    assert process.last_us == 1757842652000000  # a firmware time never replaces a real one
+    assert process.records == 5
+
+
+def test_a_process_with_firmware_times_only_keeps_them(tmp_path: Path) -> None:
+    log = tmp_path / "device-2" / "device-2_20250914093700000.log"
+    log.parent.mkdir()
+    log.write_text(
+        "[INFO] IMP(-2,IMP): 1970-01-01-00:00:00.000.000 1 (device_id:2 die_id:0) [IMP] begin\n"
+        "[INFO] IMP(-2,IMP): 1970-01-01-00:00:01.000.000 1 (device_id:2 die_id:0) [IMP] done\n"
+    )
+    [process] = scan(tmp_path).processes.values()
+    assert (process.first_us, process.last_us) == (0, 1_000_000)

@@ -82,6 +82,10 @@ class ProcessStats:
         }
 
 
+_ProcessKey = tuple[str | None, object]
+"""A process in ScanResult.processes: its host, and its pid (or its file's path)."""
+
+
 @dataclass
 class FirstError:
     """The first ERROR record of a process, with the lines of its file just before it."""
@@ -218,6 +222,9 @@ class ScanAggregator:
         self._line_number = 0
         self._source = SourceInfo()
         self._file_records = 0
+        # Processes whose first or last time is still a firmware time from before clock sync.
+        self._firmware_first: set[_ProcessKey] = set()
+        self._firmware_last: set[_ProcessKey] = set()
 
     def start_file(self, source: SourceInfo, size: int) -> None:
         self._finish_file()
@@ -251,11 +258,12 @@ class ScanAggregator:
         flags = list(map(_FLAGS, records))
         flagged = list(compress(range(len(records)), flags))
         times = list(map(_TIME, records))
-        self._span(records, times, flagged)
+        pre_sync = {i for i in flagged if flags[i] & Flag.PRE_CLOCK_SYNC}
+        self._span(times, pre_sync)
         for value, count in Counter(map(flags.__getitem__, flagged)).items():
             for name in Flag.names(value):
                 result.flags[name] += count
-        self._processes(records, times)
+        self._processes(records, times, pre_sync)
         interesting = sorted(
             set(compress(range(len(records)), map(ERROR_LEVELS.__contains__, levels)))
             | {i for i in flagged if flags[i] & Flag.HAS_CODES}
@@ -291,9 +299,8 @@ class ScanAggregator:
         self._finish_file()
         return self.result
 
-    def _span(self, records: Sequence[Record], times: list[int | None], flagged: list[int]) -> None:
-        """The time span, leaving out times from before a device's clock sync."""
-        excluded = {i for i in flagged if records[i].flags & Flag.PRE_CLOCK_SYNC}
+    def _span(self, times: list[int | None], excluded: set[int]) -> None:
+        """The time span, leaving out times from before a device's clock sync (`excluded`)."""
         if excluded or None in times:
             usable = [t for i, t in enumerate(times) if t is not None and i not in excluded]
         else:
@@ -307,21 +314,31 @@ class ScanAggregator:
         if result.last_us is None or high > result.last_us:
             result.last_us = high
 
-    def _processes(self, records: Sequence[Record], times: list[int | None]) -> None:
+    def _processes(
+        self, records: Sequence[Record], times: list[int | None], pre_sync: set[int]
+    ) -> None:
         """Records, name and time span of each process of the batch. A batch of a file that
         several processes write in turn holds dozens of pids: where each pid first and last
-        occurs and how often is found in three C-speed passes, not three passes a pid."""
+        occurs and how often is found in three C-speed passes, not three passes a pid. A
+        process's first and last times are taken after its device's clock sync: a firmware
+        line's 1970 stands only until a real time of the process is read."""
         pids = list(map(_PID, records))
         default = self._source.pid
         host = self._source.host
         counts = Counter(pids)
         last_at = dict(zip(pids, range(len(pids)), strict=True))
         first_at = dict(zip(reversed(pids), range(len(pids) - 1, -1, -1), strict=True))
-        # The order of the set, as before: a pid None joins the file's own pid, and which of
-        # the two comes first sets the process's first time.
-        for pid in set(pids):
-            first, last, count = first_at[pid], last_at[pid], counts[pid]
+        # Records without a pid belong to the file's own pid: the two are one process, whose
+        # first and last records are the earlier first and the later last of the two.
+        spans: dict[int | None, tuple[int, int, int]] = {}
+        for pid, count in counts.items():
             effective = pid if pid is not None else default
+            span = spans.get(effective)
+            first, last = first_at[pid], last_at[pid]
+            if span is not None:
+                first, last, count = min(first, span[0]), max(last, span[1]), count + span[2]
+            spans[effective] = (first, last, count)
+        for effective, (first, last, count) in spans.items():
             key = (host, effective if effective is not None else self._source.path)
             process = self.result.processes.get(key)
             name = records[first].process_name
@@ -330,13 +347,18 @@ class ScanAggregator:
             elif not process.name and name:
                 process.name = name
             process.records += count
-            first_time = times[first]
-            if first_time is None:  # the first records of a stream may have no time yet
-                first_time = next((t for t in times[first : last + 1] if t is not None), None)
-            if first_time is not None and process.first_us is None:
-                process.first_us = first_time
-            if times[last] is not None:
-                process.last_us = times[last]
+            earliest, real = _time_from(times, range(first, last + 1), pre_sync)
+            if earliest is not None and (
+                process.first_us is None or (real and key in self._firmware_first)
+            ):
+                process.first_us = earliest
+                _note(self._firmware_first, key, firmware=not real)
+            latest, real = _time_from(times, range(last, first - 1, -1), pre_sync)
+            if latest is not None and (
+                real or process.last_us is None or key in self._firmware_last
+            ):
+                process.last_us = latest
+                _note(self._firmware_last, key, firmware=not real)
 
     def _finish_file(self) -> None:
         if self._file_records:
@@ -420,3 +442,28 @@ _LINES = attrgetter("line_count")
 
 def _iso(epoch_us: int | None) -> str | None:
     return None if epoch_us is None else format_timestamp(epoch_us)
+
+
+def _time_from(
+    times: list[int | None], positions: range, pre_sync: set[int]
+) -> tuple[int | None, bool]:
+    """The first time at `positions` that is not from before a clock sync, and True; else the
+    first time at all, and False (None when there is none). Nearly always the first position
+    answers, without a pass."""
+    start = positions[0]
+    if times[start] is not None and start not in pre_sync:
+        return times[start], True
+    synced = next((times[i] for i in positions if times[i] is not None and i not in pre_sync), None)
+    if synced is not None:
+        return synced, True
+    return next((times[i] for i in positions if times[i] is not None), None), False
+
+
+def _note(
+    keys: set[tuple[str | None, object]], key: tuple[str | None, object], *, firmware: bool
+) -> None:
+    """Remember whether `key`'s time just set is a firmware time (one a real time replaces)."""
+    if firmware:
+        keys.add(key)
+    else:
+        keys.discard(key)
