@@ -20,12 +20,11 @@ import pytest
 from npuwatch.agent.journal_stage import CommitObserver, JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import END, JournalWork
-from npuwatch.journal.block import decode_block
+from npuwatch.journal.block import BlockTally, decode_block, tally_of
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.segment import Checkpoint, EventRow, StoredBlock
 from npuwatch.journal.store import CommitBatch, Journal, JournalSettings, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
-from npuwatch.records import Record
 from tests.agent.harness import plog_line, wait_until
 from tests.conftest import parse
 
@@ -135,11 +134,11 @@ class Observed:
     """A CommitObserver that writes down what it was told."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[list[str], str]] = []
+        self.tallies: list[tuple[BlockTally, str]] = []
         self.events: list[list[str]] = []
 
-    def observe(self, records: Sequence[Record], kind: str) -> None:
-        self.records.append(([record.original for record in records], kind))
+    def observe_tally(self, tally: BlockTally, kind: str) -> None:
+        self.tallies.append((tally, kind))
 
     def observe_events(self, events: Sequence[EventRow]) -> None:
         self.events.append([row.id for row in events])
@@ -387,7 +386,7 @@ def test_end_with_nothing_pending_ends_the_thread_without_a_commit(
 # --- who is told -------------------------------------------------------------------------------
 
 
-def test_every_observer_is_told_each_committed_batch_of_records_with_its_kind_once(
+def test_every_observer_is_told_the_tally_of_each_committed_block_with_its_kind_once(
     staged: Callable[..., Staged],
 ) -> None:
     observers = [Observed(), Observed()]
@@ -405,11 +404,11 @@ def test_every_observer_is_told_each_committed_batch_of_records_with_its_kind_on
     one.give(PLOG_FILE.work(6, 12, events=[event("e3")]))
     one.end()
     for observed in observers:
-        assert observed.records == [
-            (PLOG_FILE.originals(0, 4), "plog"),
-            (DEVICE_FILE.originals(0, 6), "device"),
-            (PLOG_FILE.originals(4, 6), "other"),  # no source: the kind is not known
-            (PLOG_FILE.originals(6, 12), "plog"),
+        assert observed.tallies == [
+            # A slice handed on without its source joins its file's block, and its kind.
+            (tally_of(PLOG_FILE.records[0:6]), "plog"),
+            (tally_of(DEVICE_FILE.records[0:6]), "device"),
+            (tally_of(PLOG_FILE.records[6:12]), "plog"),
         ]
         assert observed.events == [["e1", "e2"], ["e3"]]
     assert one.event_ids() == ["e1", "e2", "e3"]

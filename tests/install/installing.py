@@ -121,11 +121,15 @@ class Environment:
         return run([self.npuwatch, *args], cwd, env, stdin)
 
     def native(self, cwd: Path) -> bool:
-        """Whether the installed first pass is the C extension."""
-        script = "import npuwatch.parsers.first_pass as f; print(f.NATIVE)"
+        """Whether the installed first pass and block columns are the C extensions (both or
+        neither: they are built together)."""
+        script = (
+            "import npuwatch.parsers.first_pass as f, npuwatch.journal.block_columns as b; "
+            "print(f.NATIVE, b.NATIVE)"
+        )
         answer = succeeded(run([self.python, "-c", script], cwd)).stdout.strip()
-        assert answer in ("True", "False"), answer
-        return answer == "True"
+        assert answer in ("True True", "False False"), answer
+        return answer == "True True"
 
 
 def checkout_files() -> list[Path]:

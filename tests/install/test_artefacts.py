@@ -27,21 +27,25 @@ def package_files() -> set[str]:
     return {name.removeprefix("src/") for name in names if name.startswith(PACKAGE)}
 
 
-def extension_name() -> str:
-    return f"npuwatch/parsers/_speedups{sysconfig.get_config_var('EXT_SUFFIX')}"
+C_SOURCES = {"npuwatch/parsers/_speedups.c", "npuwatch/journal/_columns.c"}
+
+
+def extension_names() -> set[str]:
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    return {name.removesuffix(".c") + suffix for name in C_SOURCES}
 
 
 def test_the_package_has_data_files_that_are_not_python() -> None:
     data = {name for name in package_files() if not name.endswith(".py")}
     assert "npuwatch/py.typed" in data
-    assert "npuwatch/parsers/_speedups.c" in data
+    assert data >= C_SOURCES
     assert sum(name.startswith("npuwatch/rules/packs/") for name in data) >= 6
 
 
-def test_the_wheel_holds_every_file_of_the_package_but_the_c_source(artefacts: Artefacts) -> None:
+def test_the_wheel_holds_every_file_of_the_package_but_the_c_sources(artefacts: Artefacts) -> None:
     with zipfile.ZipFile(artefacts.wheel) as wheel:
         names = {name for name in wheel.namelist() if not name.startswith("npuwatch-")}
-    assert names == (package_files() - {"npuwatch/parsers/_speedups.c"}) | {extension_name()}
+    assert names == (package_files() - C_SOURCES) | extension_names()
 
 
 def test_the_wheel_is_for_this_python_and_machine(artefacts: Artefacts) -> None:

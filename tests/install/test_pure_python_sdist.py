@@ -1,5 +1,5 @@
 """The sdist on a host without a C compiler: pip builds it anyway, npuwatch runs its pure-Python
-first pass, and `scan` says exactly what the compiled one says."""
+first pass and block columns, and `scan` says exactly what the compiled one says."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def test_without_a_compiler_the_sdist_installs_the_pure_python_first_pass(
     without_compiler: Environment, work: Path
 ) -> None:
     assert not without_compiler.native(work)
-    parsers = next(without_compiler.root.glob("lib/python*/site-packages/npuwatch/parsers"))
-    assert not list(parsers.glob("_speedups*"))
+    package = next(without_compiler.root.glob("lib/python*/site-packages/npuwatch"))
+    assert not list(package.glob("parsers/_speedups*"))
+    assert not list(package.glob("journal/_columns*"))
 
 
 def test_the_pure_python_scan_of_every_tree_is_byte_for_byte_the_compiled_one(

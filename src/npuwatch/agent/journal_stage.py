@@ -14,12 +14,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Protocol
 
 from npuwatch.agent.queue import ByteQueue
 from npuwatch.agent.rules_stage import END, JournalWork
-from npuwatch.journal.block import encode_block
+from npuwatch.journal.block import BlockTally, encode_block
 from npuwatch.journal.rows import FileSource
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, StateRow
 from npuwatch.journal.store import CommitBatch, Journal, JournalUnavailable
@@ -28,7 +27,6 @@ from npuwatch.records import Record, SourceInfo
 
 log = logging.getLogger(__name__)
 
-_LEVEL = attrgetter("level")
 _BLOCK_BYTES = 4 * 1024 * 1024
 """A file's records in one commit are cut into blocks of about this much text."""
 
@@ -36,8 +34,9 @@ _BLOCK_BYTES = 4 * 1024 * 1024
 class CommitObserver(Protocol):
     """Told what each commit wrote (the ascend_* log metrics are counted this way)."""
 
-    def observe(self, records: Sequence[Record], kind: str) -> None:
-        """Records of one file (or telemetry stream) of the `kind` its source says."""
+    def observe_tally(self, tally: BlockTally, kind: str) -> None:
+        """The tally of a block of one file (or telemetry stream) of the `kind` its source
+        says (counted while the block was encoded: no pass over its records again)."""
 
     def observe_events(self, events: Sequence[EventRow]) -> None:
         """Rule events, each once (the batch is deduplicated by event id)."""
@@ -142,7 +141,7 @@ class JournalStage:
         if self._metrics.value("npuwatch_journal_unavailable"):
             log.warning("the journal is writable again; reading resumes")
             self._metrics.journal_unavailable.set(0)
-        self._count(batch, works)
+        self._count(batch)
         self._last_commit = self._wall()
         with self.committed:
             self.committed.notify_all()
@@ -196,19 +195,18 @@ class JournalStage:
         batch.states = list(states.values())
         return batch
 
-    def _count(self, batch: CommitBatch, works: list[JournalWork]) -> None:
+    def _count(self, batch: CommitBatch) -> None:
         levels: Counter[str | None] = Counter()
-        for work in works:
-            if work.records:
-                levels.update(map(_LEVEL, work.records))
+        for written in batch.blocks:
+            for (level, _), count in written.block.tally.records.items():
+                levels[level] += count
         for level, count in levels.items():
             self._metrics.records.labels(level or "none").inc(count)
         for row in batch.events:
             self._metrics.events.labels(row.severity).inc()
         for observer in self._observers:
-            for work in works:
-                if work.records:
-                    observer.observe(work.records, _kind_of(work.source))
+            for written in batch.blocks:
+                observer.observe_tally(written.block.tally, written.source.kind or "other")
             observer.observe_events(batch.events)
 
     def _retention(self) -> None:
@@ -227,7 +225,3 @@ class JournalStage:
         now = self._wall()
         self._metrics.journal_age.set(0 if oldest is None else max(now - oldest, 0))
         self._metrics.checkpoint_age.set(max(now - self._last_commit, 0))
-
-
-def _kind_of(source: SourceInfo | None) -> str:
-    return (source.kind if source is not None else None) or "other"

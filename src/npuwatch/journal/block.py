@@ -18,34 +18,23 @@ import struct
 import zlib
 from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate, repeat
-from itertools import compress as pick  # `compress` is encode_block's parameter
-from operator import add, and_, attrgetter, lt, or_
-from typing import TYPE_CHECKING
+from operator import add, attrgetter, lt
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import zstandard
 
+from npuwatch.journal.block_columns import NONE as _NONE
+from npuwatch.journal.block_columns import block_columns
 from npuwatch.journal.rows import NOTABLE_LEVELS, StoredRecord
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
     from npuwatch.records import Record
 
-_TIMESTAMP = attrgetter("timestamp_us")
-_LEVEL = attrgetter("level")
-_LOGGER = attrgetter("logger")
-_PID = attrgetter("pid")
-_CODES = attrgetter("error_codes")
-_FLAGS = attrgetter("flags")
-_OFFSET = attrgetter("offset")
-_END = attrgetter("end_offset")
-_ORIGINAL = attrgetter("original")
-
-_NONE = -(2**63)
-"""Stands for None in the integer arrays (no record is dated 292,277 BC, no pid or offset is
-that negative)."""
 _EXPORTED_FLAGS = 0xFFFF
 """Internal flag bits (above 16) are hints for the rule engine, not facts worth keeping."""
 _HEADER = struct.Struct("<BIII")
@@ -96,58 +85,67 @@ class EncodedBlock:
     raw_bytes: int
     """Bytes of original text in the block (before compression)."""
     notable: list[NotableRecord]
+    tally: BlockTally
 
 
-def _members(values: Sequence[object]) -> str:
+class BlockTally(NamedTuple):
+    """What a block's records count for the agent's metrics, taken while it is encoded (a
+    second pass over every record for them was a tenth of the agent's CPU on a flood)."""
+
+    records: dict[tuple[str | None, str | None], int]
+    """Records by (level, module)."""
+    codes: dict[tuple[str, str | None], int]
+    """Error codes by (code, module of the record that carries it)."""
+    newest_us: int | None
+    """The latest time of a record after 1970, or None."""
+
+
+def tally_of(records: Sequence[Record]) -> BlockTally:
+    """The tally of records that are not encoded (a test, a batch counted on its own)."""
+    levels, loggers = map(attrgetter("level"), records), map(attrgetter("logger"), records)
+    pairs = Counter(zip(levels, loggers, strict=True))
+    coded = [[i, record.error_codes] for i, record in enumerate(records) if record.error_codes]
+    times = filter(None, map(attrgetter("timestamp_us"), records))
+    return BlockTally(dict(pairs), _code_counts(records, coded), max(times, default=None))
+
+
+_CodeCounts = dict[tuple[str, str | None], int]
+
+
+def _code_counts(records: Sequence[Record], coded: list[list[Any]]) -> _CodeCounts:
+    counts: Counter[tuple[str, str | None]] = Counter()
+    for position, codes in coded:  # the few records that carry codes
+        module = records[position].logger
+        for code in codes:
+            counts[code, module] += 1
+    return dict(counts)
+
+
+def _members(values: Iterable[object]) -> str:
     present = sorted(str(value) for value in set(values) if value is not None)
     return f" {' '.join(present)} " if present else " "
-
-
-def _int_array(values: list[int | None]) -> array[int]:
-    """Offsets or pids as 64-bit integers, _NONE standing for None (firmware pids are -1)."""
-    try:
-        return array("q", values)  # type: ignore[arg-type]  # TypeError when one is None
-    except TypeError:  # records that do not come from a file (a test, standard input)
-        return array("q", [_NONE if value is None else value for value in values])
 
 
 def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlock:
     """Columns and text of a batch of consecutive records of one file, in their order."""
     count = len(records)
-    times = list(map(_TIMESTAMP, records))
-    try:
-        time_array = array("q", times)
-        present_times = times
-    except TypeError:  # a record before the stream's first time
-        time_array = array("q", [_NONE if t is None else t for t in times])
-        present_times = [t for t in times if t is not None]
-    levels = list(map(_LEVEL, records))
-    loggers = list(map(_LOGGER, records))
-    names = list(dict.fromkeys(levels + loggers))
-    position = {name: index for index, name in enumerate(names)}
-    kind = "B" if len(names) <= 256 else "H"
-    pids = list(map(_PID, records))
-    codes = list(map(_CODES, records))
-    originals = list(map(_ORIGINAL, records))
+    columns = block_columns(records, NOTABLE_LEVELS, _EXPORTED_FLAGS)
     # Flags and codes are rare: kept as (position, value) pairs, not a column each.
-    flagged = pick(range(count), map(and_, map(_FLAGS, records), repeat(_EXPORTED_FLAGS)))
-    sparse_flags = [[i, records[i].flags & _EXPORTED_FLAGS] for i in flagged]
-    sparse_codes = [[i, codes[i]] for i in pick(range(count), codes)]
-    dictionary = json.dumps(names).encode()
-    columns = json.dumps([sparse_flags, sparse_codes]).encode()
-    text = "\n".join(originals).encode("utf-8")
+    dictionary = json.dumps(columns.names).encode()
+    sparse = json.dumps([columns.flags, columns.codes]).encode()
+    text = "\n".join(columns.originals).encode("utf-8")
     parts = [
-        _HEADER.pack(_VERSION, count, len(dictionary), len(columns)),
-        time_array.tobytes(),
-        _int_array(list(map(_OFFSET, records))).tobytes(),
-        _int_array(list(map(_END, records))).tobytes(),
-        _int_array(pids).tobytes(),
-        array("I", map(len, originals)).tobytes(),
-        kind.encode(),
-        array(kind, map(position.__getitem__, levels)).tobytes(),
-        array(kind, map(position.__getitem__, loggers)).tobytes(),
+        _HEADER.pack(_VERSION, count, len(dictionary), len(sparse)),
+        columns.times,
+        columns.offsets,
+        columns.ends,
+        columns.pids,
+        columns.lengths,
+        columns.kind.encode(),
+        columns.level_index,
+        columns.logger_index,
         dictionary,
-        columns,
+        sparse,
         text,
     ]
     if compress:
@@ -161,25 +159,22 @@ def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlo
         payload = b"".join([b"s", *map(stream.compress, parts), stream.flush()])
     else:
         payload = b"-" + b"".join(parts)
-    all_codes = sorted(set().union(*(pair[1] for pair in sparse_codes)))
+    all_codes = sorted(set().union(*(codes for _, codes in columns.codes)))
     summary = BlockSummary(
         count=count,
-        first_us=min(present_times, default=None),
-        last_us=max(present_times, default=None),
-        levels=_members(levels),
-        modules=_members(loggers),
+        first_us=columns.first_us,
+        last_us=columns.last_us,
+        levels=_members(columns.distinct_levels),
+        modules=_members(columns.distinct_loggers),
         codes=f" {' '.join(all_codes)} " if all_codes else " ",
-        pids=_members(pids),
+        pids=_members(columns.distinct_pids),
     )
-    return EncodedBlock(summary, payload, len(text), _notable(records, levels, codes))
+    newest = columns.last_us if columns.last_us else None  # as tally_of: no time is 0
+    tally = BlockTally(columns.pairs, _code_counts(records, columns.codes), newest)
+    return EncodedBlock(summary, payload, len(text), _notable(records, columns.notable), tally)
 
 
-def _notable(
-    records: Sequence[Record], levels: list[str | None], codes: list[list[str]]
-) -> list[NotableRecord]:
-    positions = pick(
-        range(len(records)), map(or_, map(NOTABLE_LEVELS.__contains__, levels), map(bool, codes))
-    )
+def _notable(records: Sequence[Record], positions: list[int]) -> list[NotableRecord]:
     notable = []
     for position in positions:
         record = records[position]

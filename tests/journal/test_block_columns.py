@@ -1,0 +1,112 @@
+"""A block's columns: the C pass (the extension, when built) gives what the Python reference
+gives, value for value, on any batch of records; and each column says what the records hold."""
+
+from __future__ import annotations
+
+from array import array
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npuwatch.journal import block_columns as module
+from npuwatch.journal.block import encode_block
+from npuwatch.journal.block_columns import NONE, Columns, block_columns, columns_python
+from npuwatch.records import Record
+from npuwatch.vocabulary import NOTABLE_LEVELS
+from tests.journal.conftest import parse_plog
+from tests.journal.test_block import MIXED_STREAM, records
+
+EXPORTED = 0xFFFF
+
+native = pytest.mark.skipif(
+    not module.NATIVE, reason="the C extension is not built here (tests/install builds both)"
+)
+
+
+def c_columns(batch: list[Record]) -> Columns:
+    return block_columns(batch, NOTABLE_LEVELS, EXPORTED)
+
+
+@native
+@settings(max_examples=500, deadline=None)
+@given(st.lists(records(), max_size=40))
+def test_the_c_pass_gives_what_the_python_reference_gives(batch: list[Record]) -> None:
+    by_c, by_python = c_columns(batch), columns_python(batch, NOTABLE_LEVELS, EXPORTED)
+    assert by_c == by_python
+    assert list(by_c.pairs) == list(by_python.pairs)  # the metrics' label sets, in order
+
+
+@native
+def test_the_c_pass_counts_a_batch_of_thousands_of_levels_and_modules_too() -> None:
+    """Past 4M (level, module) cells the pairs are counted in a dict, not a table."""
+    batch = []
+    for number in range(2100):
+        record = Record(f"line {number}", "slog")
+        record.level, record.logger = f"L{number}", f"M{number % 2099}"
+        batch.append(record)
+    by_c, by_python = c_columns(batch), columns_python(batch, NOTABLE_LEVELS, EXPORTED)
+    assert by_c == by_python and list(by_c.pairs) == list(by_python.pairs)
+    assert by_c.pairs[("L2099", "M0")] == 1 and len(by_c.pairs) == 2100
+
+
+@native
+def test_the_c_pass_counts_more_than_256_names_with_two_byte_indexes() -> None:
+    batch = parse_plog(
+        "".join(
+            f"[INFO] MOD{i}(1,p):2025-09-14-09:37:31.000.000 [a.cc:1] [1]x\n" for i in range(300)
+        ).encode()
+    )
+    columns = c_columns(batch)
+    assert columns == columns_python(batch, NOTABLE_LEVELS, EXPORTED)
+    assert columns.kind == "H" and len(columns.names) == 301  # INFO and 300 modules
+
+
+@pytest.mark.parametrize("implementation", ["c", "python"])
+def test_a_time_past_int64_or_a_text_that_is_no_str_fails_the_block_in_both(
+    implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if implementation == "python":
+        monkeypatch.setattr(module, "_block_columns", columns_python)
+    elif not module.NATIVE:
+        pytest.skip("the C extension is not built here (tests/install builds both)")
+    too_late = Record("x", "slog")
+    too_late.timestamp_us = 2**63
+    with pytest.raises(OverflowError):
+        encode_block([too_late])
+    not_text = Record(b"bytes", "slog")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        encode_block([not_text])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(records(), max_size=12), st.booleans())
+def test_the_python_reference_encodes_the_same_block(batch: list[Record], compress: bool) -> None:
+    """What a host without a compiler writes is the block the C pass writes."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "_block_columns", columns_python)
+        by_python = encode_block(batch, compress=False)
+    assert by_python == encode_block(batch, compress=False)
+
+
+def test_the_columns_hold_what_the_records_say() -> None:
+    batch = parse_plog(MIXED_STREAM)
+    columns = block_columns(batch, NOTABLE_LEVELS, EXPORTED)
+    times = array("q")
+    times.frombytes(columns.times)
+    assert [None if t == NONE else t for t in times] == [r.timestamp_us for r in batch]
+    lengths = array("I")
+    lengths.frombytes(columns.lengths)
+    assert list(lengths) == [len(r.original) for r in batch]
+    index = array(columns.kind)
+    index.frombytes(columns.logger_index)
+    assert [columns.names[i] for i in index] == [r.logger for r in batch]
+    assert columns.notable == [
+        i for i, r in enumerate(batch) if r.level in NOTABLE_LEVELS or r.error_codes
+    ]
+    assert columns.codes == [[i, r.error_codes] for i, r in enumerate(batch) if r.error_codes]
+    flagged = [[i, r.flags & EXPORTED] for i, r in enumerate(batch) if r.flags & EXPORTED]
+    assert columns.flags == flagged
+    dated = [r.timestamp_us for r in batch if r.timestamp_us is not None]
+    assert (columns.first_us, columns.last_us) == (min(dated), max(dated))
+    assert columns.distinct_pids == {r.pid for r in batch if r.pid is not None}
