@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from npuwatch.journal import block_columns as module
 from npuwatch.journal.block import encode_block
-from npuwatch.journal.block_columns import NONE, Columns, block_columns, columns_python
+from npuwatch.journal.block_columns import (
+    NONE,
+    Columns,
+    block_columns,
+    columns_python,
+    starts_python,
+    text_starts,
+)
 from npuwatch.records import Record
 from npuwatch.vocabulary import NOTABLE_LEVELS
 from tests.journal.conftest import parse_plog
@@ -110,3 +117,14 @@ def test_the_columns_hold_what_the_records_say() -> None:
     dated = [r.timestamp_us for r in batch if r.timestamp_us is not None]
     assert (columns.first_us, columns.last_us) == (min(dated), max(dated))
     assert columns.distinct_pids == {r.pid for r in batch if r.pid is not None}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=50))
+def test_the_text_starts_are_the_lengths_summed_with_their_newlines(lengths: list[int]) -> None:
+    stored = array("I", lengths)
+    expected = [0]
+    for length in lengths:
+        expected.append(expected[-1] + length + 1)
+    assert array("q", starts_python(stored)).tolist() == expected
+    assert text_starts(stored).tolist() == expected  # by the C pass, when it is built

@@ -372,9 +372,39 @@ done:
     return result;
 }
 
+/* text_starts(lengths) -> bytes: where each record's text starts in a block's joined text, and
+ * one past the end, as 64-bit integers, from the records' lengths (32-bit, as stored). */
+static PyObject *text_starts(PyObject *module, PyObject *lengths) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(lengths, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (view.len % (Py_ssize_t)sizeof(uint32_t) != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "lengths must be 32-bit integers");
+        return NULL;
+    }
+    Py_ssize_t count = view.len / (Py_ssize_t)sizeof(uint32_t);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (count + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (out != NULL) {
+        const char *in = view.buf;
+        char *starts = PyBytes_AS_STRING(out);
+        int64_t at = 0;
+        memcpy(starts, &at, sizeof at);
+        for (Py_ssize_t i = 0; i < count; i++) {
+            uint32_t length;
+            memcpy(&length, in + i * (Py_ssize_t)sizeof length, sizeof length);
+            at += (int64_t)length + 1; /* the newline that joins it to the next */
+            memcpy(starts + (i + 1) * (Py_ssize_t)sizeof at, &at, sizeof at);
+        }
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"block_columns", (PyCFunction)(void (*)(void))block_columns, METH_FASTCALL,
      "The columns of a journal block (see npuwatch.journal.block_columns)."},
+    {"text_starts", (PyCFunction)text_starts, METH_O,
+     "Where each record's text starts (see npuwatch.journal.block_columns)."},
     {NULL, NULL, 0, NULL},
 };
 

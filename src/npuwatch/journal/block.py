@@ -22,14 +22,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import accumulate, repeat
-from operator import add, attrgetter, lt
+from operator import attrgetter, lt
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import zstandard
 
 from npuwatch.journal.block_columns import NONE as _NONE
-from npuwatch.journal.block_columns import block_columns
+from npuwatch.journal.block_columns import block_columns, text_starts
 from npuwatch.journal.rows import NOTABLE_LEVELS, StoredRecord
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
@@ -228,10 +227,10 @@ class BlockColumns:
     text: str
 
     @cached_property
-    def starts(self) -> list[int]:
+    def starts(self) -> array[int]:
         """Where each record's text starts in `text`, and one past the end (count + 1 items);
         made only for a block whose records are built (most blocks a pattern passes over)."""
-        return [0, *accumulate(map(add, self.lengths, repeat(1, len(self.lengths))))]
+        return text_starts(self.lengths)
 
     def original(self, index: int) -> str:
         start = self.starts[index]
