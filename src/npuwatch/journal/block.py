@@ -22,13 +22,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter, lt
-from typing import TYPE_CHECKING, Any, NamedTuple
+from operator import lt
+from typing import TYPE_CHECKING, NamedTuple
 
 import zstandard
 
 from npuwatch.journal.block_columns import NONE as _NONE
-from npuwatch.journal.block_columns import block_columns, text_starts
+from npuwatch.journal.block_columns import Columns, block_columns, text_starts
 from npuwatch.journal.rows import NOTABLE_LEVELS, StoredRecord
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
@@ -101,23 +101,17 @@ class BlockTally(NamedTuple):
 
 def tally_of(records: Sequence[Record]) -> BlockTally:
     """The tally of records that are not encoded (a test, a batch counted on its own)."""
-    levels, loggers = map(attrgetter("level"), records), map(attrgetter("logger"), records)
-    pairs = Counter(zip(levels, loggers, strict=True))
-    coded = [[i, record.error_codes] for i, record in enumerate(records) if record.error_codes]
-    times = filter(None, map(attrgetter("timestamp_us"), records))
-    return BlockTally(dict(pairs), _code_counts(records, coded), max(times, default=None))
+    return _tally(records, block_columns(records, NOTABLE_LEVELS, _EXPORTED_FLAGS))
 
 
-_CodeCounts = dict[tuple[str, str | None], int]
-
-
-def _code_counts(records: Sequence[Record], coded: list[list[Any]]) -> _CodeCounts:
-    counts: Counter[tuple[str, str | None]] = Counter()
-    for position, codes in coded:  # the few records that carry codes
+def _tally(records: Sequence[Record], columns: Columns) -> BlockTally:
+    codes: Counter[tuple[str, str | None]] = Counter()
+    for position, record_codes in columns.codes:  # the few records that carry codes
         module = records[position].logger
-        for code in codes:
-            counts[code, module] += 1
-    return dict(counts)
+        for code in record_codes:
+            codes[code, module] += 1
+    newest = columns.last_us if columns.last_us else None  # a time of 0 is no time
+    return BlockTally(columns.pairs, dict(codes), newest)
 
 
 def _members(values: Iterable[object]) -> str:
@@ -168,8 +162,7 @@ def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlo
         codes=f" {' '.join(all_codes)} " if all_codes else " ",
         pids=_members(columns.distinct_pids),
     )
-    newest = columns.last_us if columns.last_us else None  # as tally_of: no time is 0
-    tally = BlockTally(columns.pairs, _code_counts(records, columns.codes), newest)
+    tally = _tally(records, columns)
     return EncodedBlock(summary, payload, len(text), _notable(records, columns.notable), tally)
 
 

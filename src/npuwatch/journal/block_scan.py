@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from npuwatch.journal.block import columns_of, unpack
+from npuwatch.journal.block import unpack
 from npuwatch.journal.block_search import BlockSearch, decode_matching
 from npuwatch.journal.question import Hit, Question, ReadOnlySegment, Where
 from npuwatch.journal.rows import FileSource, StoredRecord
@@ -50,12 +50,7 @@ def from_blocks(
     with ThreadPoolExecutor(1, thread_name_prefix="npuwatch-unpack") as unpacking:
         for block, unpacked in _unpacked_ahead(_blocks(segment, where), unpacking):
             body = unpacked.result()  # raises what unpacking the block raised
-            if search is None:
-                columns = columns_of(body)
-                records = [(index, columns.record(index)) for index in range(columns.count)]
-            else:
-                records = decode_matching(body, search)
-            for position, record in records:
+            for position, record in decode_matching(body, search):
                 if _matches(record, question, block.source, triggers):
                     device = block.source.device
                     if question.device is not None and device is None:

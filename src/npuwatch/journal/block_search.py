@@ -100,29 +100,38 @@ def _regex_parser() -> Any:
         return importlib.import_module("sre_parse")
 
 
-def decode_matching(body: bytes, search: BlockSearch) -> list[tuple[int, StoredRecord]]:
+def decode_matching(body: bytes, search: BlockSearch | None) -> list[tuple[int, StoredRecord]]:
     """The records of a block (its uncompressed `body`, block.unpack) that the search may
-    match, with their positions. After a match, the search goes on at the start of the next
-    record, so that a match running across a newline cannot hide one in the record after it."""
-    literal = search.literal
-    if literal is not None and body.find(literal.encode("utf-8"), text_start(body)) < 0:
+    match, with their positions (every record when there is no search). After a match, the
+    search goes on at the start of the next record, so that a match running across a newline
+    cannot hide one in the record after it."""
+    if search is not None and search.literal is not None:
+        return _holding_literal(body, search, search.literal)
+    columns = columns_of(body)
+    if search is None or search.in_text is None:
+        return [(index, columns.record(index)) for index in range(columns.count)]
+    text, pattern_search = columns.text, search.in_text.search
+    found: list[tuple[int, StoredRecord]] = []
+    position = 0
+    while position <= len(text) and (match := pattern_search(text, position)) is not None:
+        starts = columns.starts
+        index = bisect_right(starts, match.start()) - 1
+        found.append((index, columns.record(index)))
+        position = starts[index + 1]
+    return found
+
+
+def _holding_literal(
+    body: bytes, search: BlockSearch, literal: str
+) -> list[tuple[int, StoredRecord]]:
+    """The records holding `literal` that the pattern matches over their own span (all of
+    them when the pattern is that literal); none when the block's bytes lack it."""
+    if body.find(literal.encode("utf-8"), text_start(body)) < 0:
         return []
     columns = columns_of(body)
-    text = columns.text
-    found: list[tuple[int, StoredRecord]] = []
-    if literal is None:
-        if search.in_text is None:
-            return [(index, columns.record(index)) for index in range(columns.count)]
-        pattern_search = search.in_text.search
-        position = 0
-        while position <= len(text) and (match := pattern_search(text, position)) is not None:
-            starts = columns.starts
-            index = bisect_right(starts, match.start()) - 1
-            found.append((index, columns.record(index)))
-            position = starts[index + 1]
-        return found
+    text, starts, lengths = columns.text, columns.starts, columns.lengths
     span_search = None if search.exact or search.in_text is None else search.in_text.search
-    starts, lengths = columns.starts, columns.lengths
+    found: list[tuple[int, StoredRecord]] = []
     at = text.find(literal)
     while at >= 0:
         index = bisect_right(starts, at) - 1
