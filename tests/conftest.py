@@ -72,6 +72,15 @@ THREAD_GRACE_S = 5.0
 """How long a test's threads may take to end after it (a stopped agent's last joins)."""
 
 
+@pytest.fixture(scope="session", autouse=True)
+def rule_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The commands the tests run (in process and as subprocesses) keep their rule cache in a
+    folder of the session, not in the home of whoever runs the tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NPUWATCH_CACHE", str(tmp_path_factory.mktemp("npuwatch-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def no_thread_is_left_running() -> Iterator[None]:
     """Fail a test that leaves a thread of its own running (as watchdog's suite does): a thread

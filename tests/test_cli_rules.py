@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +140,33 @@ def test_scan_with_broken_rules_says_so_and_exits_2(
     assert main(["scan", str(TREES / "clean-run"), "--rules", str(pack)]) == 2
     err = capsys.readouterr().err
     assert f"{pack}:5:34:" in err and "the rules have errors" in err
+
+
+def test_scan_reads_its_rules_from_the_cache_the_second_time(tmp_path: Path) -> None:
+    """The first scan fills the user's rule cache; the next one starts without YAML, pydantic or
+    the condition grammar, and reports the same."""
+    code = (
+        "import sys\n"
+        "from npuwatch.cli import main\n"
+        f"code = main(['scan', {str(TREES / 'out-of-memory')!r}, '--json'])\n"
+        "heavy = ('yaml', 'pydantic', 'pyparsing')\n"
+        "sys.stderr.write(repr([name for name in heavy if name in sys.modules]))\n"
+        "sys.exit(code)\n"
+    )
+    environment = {**os.environ, "NPUWATCH_CACHE": str(tmp_path / "cache")}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=False,
+        )
+        for _ in range(2)
+    ]
+    assert [run.returncode for run in runs] == [1, 1]
+    assert runs[0].stderr == "['yaml', 'pydantic', 'pyparsing']"
+    assert runs[1].stderr == "[]"
+    assert runs[0].stdout == runs[1].stdout
+    assert json.loads(runs[1].stdout)["verdict"]["rule"] == "memory.alloc-failed"
+    assert len(list((tmp_path / "cache").glob("rules-*.pickle"))) == 1

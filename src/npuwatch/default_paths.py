@@ -6,6 +6,8 @@ loading the configuration's models.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 CONFIG_PATH = Path("/etc/npuwatch/npuwatch.toml")
@@ -18,3 +20,18 @@ JOURNAL_FOLDER = "journal"
 """The journal's folder under the state directory."""
 SYSTEM_ARCHIVE = STATE_DIRECTORY / "archive"
 """The baseline archive shared by the users of a host."""
+CACHE_VARIABLE = "NPUWATCH_CACHE"
+"""The environment variable that names the folder of npuwatch's caches; empty turns them off."""
+
+
+def cache_folder(environment: Mapping[str, str] = os.environ) -> Path | None:
+    """Where a command keeps what it may compute again (the rule cache): $NPUWATCH_CACHE, else
+    $XDG_CACHE_HOME/npuwatch, else ~/.cache/npuwatch; None when caching is off or there is no
+    home to keep it in."""
+    chosen = environment.get(CACHE_VARIABLE)
+    if chosen is not None:
+        return Path(chosen) if chosen else None
+    base = environment.get("XDG_CACHE_HOME") or (
+        str(Path(environment["HOME"]) / ".cache") if environment.get("HOME") else ""
+    )
+    return Path(base) / "npuwatch" if base else None

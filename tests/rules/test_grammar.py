@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from npuwatch.rules.grammar import And, Comparison, ConditionSyntaxError, Not, Or, parse_condition
+from npuwatch.rules.condition import And, Comparison, Not, Or
+from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
 
 
 def test_comparisons_and_their_values() -> None:

@@ -15,7 +15,7 @@ from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.cann_roots import host_log_root
 from npuwatch.collector.files import line_chunks, read_chunks, year_reference_us
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, error, fail
-from npuwatch.commands.rules_run import load_rules_or_fail
+from npuwatch.commands.rules_in_force import load_rules_or_fail
 from npuwatch.parsers import LocalClock, iter_records, resolve_timezone
 from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine

@@ -9,23 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.commands.rules_in_force import load_rules_or_fail
 from npuwatch.rules.examples import run_examples
 from npuwatch.rules.faultdiag import convert_faultdiag
 from npuwatch.rules.loader import RuleLoadError, RuleSet, default_locations, load_rules
 from npuwatch.terminal import Palette, wants_colour
-
-
-def load_rules_or_fail(extra: Sequence[Path]) -> RuleSet:
-    """The default packs plus `extra`; Problems naming every problem when they do not load."""
-    for location in extra:
-        if not location.exists():
-            fail(f"rule pack {location} does not exist: give a folder of *.yaml files or a file")
-    try:
-        return load_rules(default_locations(extra))
-    except RuleLoadError as problems:
-        raise RuleLoadError(
-            problems.problems, "the rules have errors (see above): fix them or leave out --rules"
-        ) from None
 
 
 def run_rules_list(args: argparse.Namespace) -> int:

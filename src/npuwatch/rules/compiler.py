@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from npuwatch.records import Record
+from npuwatch.rules.condition import And, Comparison, Node, Not, Or
 from npuwatch.rules.fields import EXTRACTED_PREFIX, FIELDS, close_matches, resolve_field
-from npuwatch.rules.grammar import And, Comparison, Node, Not, Or
 from npuwatch.vocabulary import CHATTY_MODULES
 
 Predicate = Callable[[Record], bool]

@@ -16,44 +16,11 @@ text, so that errors can point at it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import pyparsing as pp
 
-Value = str | int | float
-
-
-@dataclass(frozen=True)
-class Comparison:
-    field: str
-    op: str
-    """One of == != < <= > >= in range ~ contains startswith exists."""
-    values: tuple[Value, ...]
-    flags: str
-    """Regex flags (`i`, `m`, `s`, `x`) for `~`."""
-    loc: int
-
-
-@dataclass(frozen=True)
-class Not:
-    operand: Node
-    loc: int
-
-
-@dataclass(frozen=True)
-class And:
-    operands: tuple[Node, ...]
-    loc: int
-
-
-@dataclass(frozen=True)
-class Or:
-    operands: tuple[Node, ...]
-    loc: int
-
-
-Node = Comparison | Not | And | Or
+from npuwatch.rules.condition import And, Comparison, Node, Not, Or
 
 
 class ConditionSyntaxError(ValueError):

@@ -16,8 +16,8 @@ from typing import Any
 
 from npuwatch.records import Flag, Record
 from npuwatch.rules.compiler import Predicate, compile_condition, condition_keys
+from npuwatch.rules.condition import And, Comparison, Node, Not, Or
 from npuwatch.rules.fields import FIELDS, resolve_field
-from npuwatch.rules.grammar import And, Comparison, Node, Not, Or
 from npuwatch.rules.loader import RuleSet
 from npuwatch.rules.model import Rule
 

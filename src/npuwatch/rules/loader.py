@@ -1,9 +1,13 @@
-"""Loading rule packs: YAML files → validated specs → compiled rules, with every problem
+"""Loading rule packs: the files → packs of compiled rules → the rules in force, with every problem
 reported as `file:line:column: what is wrong`.
 
 Packs are read in order: the defaults shipped in `npuwatch/rules/packs/`, then
 `/etc/npuwatch/rules.d/`, then any `--rules` folders or files. A later rule with the same id
 replaces the earlier one; a pack's `disable:` list switches rules off by id.
+
+A pack file is read by rules/pack_file.py (YAML, the schema, the grammar), or, when a command
+passes a cache that holds the same files unchanged, comes back from rules/rule_cache.py without
+any of those: this module imports neither, so that such a command never loads them.
 """
 
 from __future__ import annotations
@@ -12,21 +16,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from npuwatch.default_paths import SYSTEM_RULES
 from npuwatch.problems import Problems
 from npuwatch.records import Record
-from npuwatch.rules.compiler import CompileError, Extractor, compile_condition
-from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
-from npuwatch.rules.model import PackSpec, Rule, RuleSpec
+from npuwatch.rules.compiler import Extractor, compile_condition
+from npuwatch.rules.condition import Node
+from npuwatch.rules.model import Rule, RuleSpec
+
+if TYPE_CHECKING:
+    from npuwatch.rules.rule_cache import RuleCache
 
 DEFAULT_PACKS = Path(__file__).resolve().parent / "packs"
-# libyaml's loader when PyYAML was built with it (ten times faster); both keep positions.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,15 @@ class RuleLoadError(Problems):
 
     def __init__(self, problems: Sequence[Problem], advice: str | None = None) -> None:
         super().__init__(problems, advice)
+
+
+@dataclass(frozen=True)
+class Pack:
+    """One pack file's name, the rule ids it switches off, and its rules in file order."""
+
+    name: str
+    disable: tuple[str, ...]
+    rules: tuple[Rule, ...]
 
 
 @dataclass
@@ -86,127 +97,66 @@ def default_locations(extra: Sequence[Path] = (), system: Path = SYSTEM_RULES) -
     return locations
 
 
-def load_rules(locations: Sequence[Path]) -> RuleSet:
-    """Load and merge the packs at `locations`; raises RuleLoadError listing every problem."""
-    problems: list[Problem] = []
+def load_rules(locations: Sequence[Path], cache: RuleCache | None = None) -> RuleSet:
+    """Load and merge the packs at `locations`; raises RuleLoadError listing every problem.
+
+    With a cache, packs it holds unchanged are not read again, and packs read are kept in it.
+    """
+    files = rule_files(locations)
+    packs = cache.read(files) if cache is not None else None
+    if packs is None:
+        packs = _read_packs(files)
+        if cache is not None:
+            cache.write(files, packs)
     ruleset = RuleSet()
     merged: dict[str, Rule] = {}
-    for path in rule_files(locations):
-        pack, rules, found = load_pack(path)
-        problems.extend(found)
-        if pack is None:
-            continue
+    for path, pack in zip(files, packs, strict=True):
         ruleset.files.append(str(path))
-        for rule in rules:
+        for rule in pack.rules:
             merged.pop(rule.id, None)  # a later rule with the same id replaces (and re-orders)
             merged[rule.id] = rule
         ruleset.disabled.update(pack.disable)
-    if problems:
-        raise RuleLoadError(problems)
     ruleset.rules = [rule for rule_id, rule in merged.items() if rule_id not in ruleset.disabled]
     return ruleset
 
 
-def load_pack(path: Path) -> tuple[PackSpec | None, list[Rule], list[Problem]]:
-    """One pack file: its spec, its compiled rules and its problems."""
-    name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        return None, [], [Problem(name, 1, 1, f"cannot read the file: {error}")]
-    try:
-        loader = _YAML_LOADER(text)
-        try:
-            document = loader.get_single_node()
-            data = loader.construct_document(document) if document is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = getattr(error, "problem", None) or str(error)
-        return None, [], [Problem(name, line, column, f"not valid YAML: {problem}")]
-    if not isinstance(data, dict):
-        return None, [], [Problem(name, 1, 1, "a rule pack is a mapping with 'pack' and 'rules'")]
-    try:
-        pack = PackSpec.model_validate(data)
-    except ValidationError as error:
-        return None, [], [_validation_problem(name, document, item) for item in error.errors()]
-    rules: list[Rule] = []
+def _read_packs(files: Sequence[Path]) -> list[Pack]:
+    """Every pack file read and checked; RuleLoadError when any has a problem."""
+    # YAML, pydantic and the grammar: about 0.15 s that a command served by the cache never pays.
+    from npuwatch.rules.pack_file import load_pack  # noqa: PLC0415
+
     problems: list[Problem] = []
-    seen: set[str] = set()
-    for index, spec in enumerate(pack.rules):
-        node = _node_at(document, ("rules", index))
-        if spec.id in seen:
-            problems.append(
-                _at(
-                    name,
-                    _node_at(document, ("rules", index, "id")),
-                    f"rule id {spec.id!r} appears twice in this pack",
-                )
-            )
-            continue
-        seen.add(spec.id)
-        line = node.start_mark.line + 1 if node is not None else 1
-        rule, problem = compile_rule(
-            spec, pack.pack, f"{name}:{line}", name, _node_at(document, ("rules", index)), text
-        )
-        if problem is not None:
-            problems.append(problem)
-        elif rule is not None:
-            rules.append(rule)
-    return pack, rules, problems
+    packs: list[Pack] = []
+    for path in files:
+        pack, found = load_pack(path)
+        problems.extend(found)
+        if pack is not None:
+            packs.append(pack)
+    if problems:
+        raise RuleLoadError(problems)
+    return packs
 
 
-def compile_rule(
-    spec: RuleSpec,
-    pack: str,
-    origin: str,
-    path: str = "<rule>",
-    node: yaml.Node | None = None,
-    text: str = "",
-) -> tuple[Rule | None, Problem | None]:
-    """Compile one rule; on a problem, say where it is in the file."""
-    patterns: list[re.Pattern[str]] = []
-    for index, source in enumerate(spec.extract):
-        try:
-            pattern = re.compile(source)
-        except re.error as error:
-            where = _child(node, ("extract", index))
-            return None, _at(path, where, f"rule {spec.id}: bad extract pattern: {error}")
-        if not pattern.groupindex:
-            where = _child(node, ("extract", index))
-            return None, _at(
-                path,
-                where,
-                f"rule {spec.id}: an extract pattern needs named groups such as (?P<rank>\\d+)",
-            )
-        patterns.append(pattern)
-    extractor = _extractor(tuple(patterns)) if patterns else None
-    when_node = _child(node, ("when",))
-    try:
-        condition = parse_condition(spec.when)
-        compiled = compile_condition(condition, extractor)
-    except ConditionSyntaxError as error:
-        return None, _in_condition(
-            path, when_node, text, spec, error.line, error.column, str(error)
-        )
-    except CompileError as error:
-        line = spec.when.count("\n", 0, error.loc) + 1
-        column = error.loc - (spec.when.rfind("\n", 0, error.loc) + 1) + 1
-        return None, _in_condition(path, when_node, text, spec, line, column, str(error))
-    rule = Rule(
+def build_rule(spec: RuleSpec, pack: str, origin: str, condition: Node) -> Rule:
+    """A rule ready to run from its spec and its condition's syntax tree.
+
+    Raises CompileError for a condition that parses but cannot work (rules/pack_file.py places
+    it in the file); a spec and tree that compiled once, as the cache holds, compile again.
+    """
+    patterns = tuple(re.compile(source) for source in spec.extract)
+    extractor = _extractor(patterns) if patterns else None
+    compiled = compile_condition(condition, extractor)
+    return Rule(
         spec,
         pack,
         origin,
         compiled.predicate,
         compiled.keys,
         extractor,
-        tuple(patterns),
+        patterns,
         compiled.exact,
         condition,
     )
-    return rule, None
 
 
 def _extractor(patterns: tuple[re.Pattern[str], ...]) -> Extractor:
@@ -220,84 +170,3 @@ def _extractor(patterns: tuple[re.Pattern[str], ...]) -> Extractor:
         return values
 
     return extract
-
-
-def _in_condition(
-    path: str,
-    node: yaml.Node | None,
-    text: str,
-    spec: RuleSpec,
-    line: int,
-    column: int,
-    message: str,
-) -> Problem:
-    """A problem at (line, column) of a rule's condition, placed in the file."""
-    detail = f"rule {spec.id}: in 'when': {message}"
-    if node is None:
-        return Problem(path, line, column, detail)
-    start = node.start_mark
-    style = getattr(node, "style", None)
-    if style in ("|", ">"):
-        offset = sum(len(row) + 1 for row in spec.when.split("\n")[: line - 1]) + column - 1
-        file_line, file_column = _block_position(text, node, offset)
-        return Problem(path, file_line, file_column, detail)
-    offset = 1 if style in ("'", '"') else 0
-    if line == 1:
-        return Problem(path, start.line + 1, start.column + 1 + offset + column - 1, detail)
-    return Problem(path, start.line + line, column, detail)
-
-
-def _block_position(text: str, node: yaml.Node, offset: int) -> tuple[int, int]:
-    """File line and column of `offset` in the value of a block scalar (`|` or `>`): both
-    styles join the content lines with one character, a newline or a space."""
-    rows = text.splitlines()[node.start_mark.line + 1 : node.end_mark.line + 1]
-    position = 0
-    last = (node.start_mark.line + 1, 1)
-    for number, row in enumerate(rows, start=node.start_mark.line + 2):
-        body = row.strip()
-        if not body:
-            continue
-        indent = len(row) - len(row.lstrip(" "))
-        last = (number, indent + 1 + len(body))
-        if offset <= position + len(body):
-            return number, indent + 1 + (offset - position)
-        position += len(body) + 1
-    return last
-
-
-def _validation_problem(path: str, document: yaml.Node | None, item: Any) -> Problem:
-    location = tuple(item["loc"])
-    node = _node_at(document, location)
-    while node is None and location:
-        location = location[:-1]
-        node = _node_at(document, location)
-    key = ".".join(str(part) for part in item["loc"])
-    message = item["msg"]
-    if item["type"] == "extra_forbidden":
-        message = f"unknown key {item['loc'][-1]!r}"
-    return _at(path, node, f"{key}: {message}")
-
-
-def _at(path: str, node: yaml.Node | None, message: str) -> Problem:
-    if node is None:
-        return Problem(path, 1, 1, message)
-    return Problem(path, node.start_mark.line + 1, node.start_mark.column + 1, message)
-
-
-def _node_at(document: yaml.Node | None, location: tuple[Any, ...]) -> yaml.Node | None:
-    return _child(document, location)
-
-
-def _child(node: yaml.Node | None, location: tuple[Any, ...]) -> yaml.Node | None:
-    for part in location:
-        if node is None:
-            return None
-        if isinstance(node, yaml.MappingNode):
-            node = next(
-                (value for key, value in node.value if getattr(key, "value", None) == part), None
-            )
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            node = node.value[part] if part < len(node.value) else None
-        else:
-            return None
-    return node

@@ -1,37 +1,19 @@
-"""What a rule pack file may say (pydantic, `extra="forbid"`), and the compiled rule.
+"""A loaded rule: the settings its pack gave it and its compiled condition.
 
-pack: hccl-timeouts
-description: Timeouts in collective communication.
-disable: [cann.generic.error]        # switch off rules of other packs by id
-rules:
-  - id: hccl.notify-wait-timeout
-    title: HCCL notify wait timed out
-    when: error.code == EI0002 or (log.logger == HCCL and message contains "notify wait")
-    severity: error                   # critical, error, warning, info
-    layer: communication
-    category: timeout
-    advice: Find the rank named as remote rank; its own first error is the cause.
-    extract: ['remote rank\\[(?P<remote_rank>\\d+)\\]']
-    threshold: {count: 3, within: 60s, by: [process.pid]}
-    context: {before: 50, after: 5}
-    dedupe: {within: 60s, by: [host.name, process.pid]}
-    symptom: true                     # usually a consequence of a failure elsewhere
-    fallback: 0                       # 1, 2: fire only when no rule of a lower tier matched
-    examples:
-      match: ['EI0002: [PID: 41] 2025-09-14-09:37:31.402.000 The wait execution ...']
-      no_match: ['[INFO] HCCL(1,p):2025-01-01-00:00:00.000.000 [a.cc:1] [1]all good']
+Plain frozen dataclasses, so that rules come back from the cache (rules/rule_cache.py) without
+pydantic: rules/schema.py says what a pack file may say and validates it, `RuleSpec.from_data`
+keeps what it validated. A test holds the two to the same fields and defaults.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from typing import Any, Literal
 
 from npuwatch.rules.compiler import Extractor, IndexKey, Predicate
-from npuwatch.rules.grammar import Node
+from npuwatch.rules.condition import Node
 
 Severity = Literal["critical", "error", "warning", "info"]
 SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
@@ -49,85 +31,88 @@ Layer = Literal[
 communication (HCCL/HCCP), operator compile, framework (torch_npu, MindSpore, vLLM), and
 operations (the health of logging and of npuwatch itself)."""
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+@dataclass(frozen=True)
+class Threshold:
+    count: int
+    """Matches needed within the window to fire."""
+    within: float
+    """The window, in seconds."""
+    by: tuple[str, ...] = ()
+    """Fields that group the count."""
 
 
-def parse_duration(value: object) -> float:
-    """Seconds from `90`, `90s`, `500ms`, `10m`, `1h`, `7d`."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    match = _DURATION.match(str(value).strip())
-    if match is None:
-        raise ValueError(f"{value!r} is not a duration such as 60s, 10m or 1h")
-    return float(match[1]) * _UNITS[match[2]]
+@dataclass(frozen=True)
+class Context:
+    before: int = 50
+    after: int = 5
 
 
-Duration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ThresholdSpec(_Spec):
-    count: int = Field(ge=1, description="Matches needed within the window to fire.")
-    within: Duration = Field(description="The window, e.g. 60s or 10m.")
-    by: tuple[str, ...] = Field(default=(), description="Fields that group the count.")
-
-
-class ContextSpec(_Spec):
-    before: int = Field(50, ge=0, le=1000)
-    after: int = Field(5, ge=0, le=1000)
-
-
-class DedupeSpec(_Spec):
-    within: Duration = 60.0
+@dataclass(frozen=True)
+class Dedupe:
+    within: float = 60.0
     by: tuple[str, ...] = ("host.name", "process.pid")
 
 
-class Example(_Spec):
+@dataclass(frozen=True)
+class Example:
     text: str
     path: str | None = None
 
 
-def _example(value: object) -> object:
-    return {"text": value} if isinstance(value, str) else value
+@dataclass(frozen=True)
+class Examples:
+    match: tuple[Example, ...] = ()
+    no_match: tuple[Example, ...] = ()
 
 
-class ExamplesSpec(_Spec):
-    match: tuple[Annotated[Example, BeforeValidator(_example)], ...] = ()
-    no_match: tuple[Annotated[Example, BeforeValidator(_example)], ...] = ()
+@dataclass(frozen=True)
+class RuleSpec:
+    """What a rule's pack says of it, validated (see rules/schema.py for each field's rules)."""
 
-
-def _dedupe(value: object) -> object:
-    if isinstance(value, int | float | str) and not isinstance(value, bool):
-        return {"within": value}
-    return value
-
-
-class RuleSpec(_Spec):
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=120)
-    title: str = Field(min_length=1)
-    when: str = Field(min_length=1)
+    id: str
+    title: str
+    when: str
     severity: Severity
     layer: Layer
-    category: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
-    advice: str = Field(min_length=1)
+    category: str
+    advice: str
     extract: tuple[str, ...] = ()
-    threshold: ThresholdSpec | None = None
-    context: ContextSpec = ContextSpec()
-    dedupe: Annotated[DedupeSpec, BeforeValidator(_dedupe)] = DedupeSpec()
+    threshold: Threshold | None = None
+    context: Context = Context()
+    dedupe: Dedupe = Dedupe()
     symptom: bool = False
-    fallback: int = Field(0, ge=0, le=3)
-    examples: ExamplesSpec = ExamplesSpec()
+    fallback: int = 0
+    examples: Examples = Examples()
 
-
-class PackSpec(_Spec):
-    pack: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
-    description: str = ""
-    disable: tuple[str, ...] = ()
-    rules: tuple[RuleSpec, ...] = ()
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> RuleSpec:
+        """The spec of a validated rule's data (`RuleSchema.model_dump()`)."""
+        threshold = data["threshold"]
+        examples = data["examples"]
+        return cls(
+            id=data["id"],
+            title=data["title"],
+            when=data["when"],
+            severity=data["severity"],
+            layer=data["layer"],
+            category=data["category"],
+            advice=data["advice"],
+            extract=tuple(data["extract"]),
+            threshold=(
+                None
+                if threshold is None
+                else Threshold(threshold["count"], threshold["within"], tuple(threshold["by"]))
+            ),
+            context=Context(**data["context"]),
+            dedupe=Dedupe(data["dedupe"]["within"], tuple(data["dedupe"]["by"])),
+            symptom=data["symptom"],
+            fallback=data["fallback"],
+            examples=Examples(
+                tuple(Example(**example) for example in examples["match"]),
+                tuple(Example(**example) for example in examples["no_match"]),
+            ),
+        )
 
 
 @dataclass(frozen=True, eq=False)

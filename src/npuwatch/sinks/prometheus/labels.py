@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from typing import get_args
 
 from npuwatch.records import LogKind
+from npuwatch.rules.condition import And, Node, Not, Or
 from npuwatch.rules.fields import resolve_field
-from npuwatch.rules.grammar import And, Node, Not, Or
 from npuwatch.rules.model import Rule
 from npuwatch.vocabulary import CANN_MODULES, LABEL_LEVELS
 

@@ -1,0 +1,193 @@
+"""The rule cache: the same rules as reading the packs, without YAML, pydantic or the grammar;
+every edit of a pack seen; a damaged or unwritable cache never in the way."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from npuwatch.default_paths import cache_folder
+from npuwatch.rules import schema
+from npuwatch.rules.examples import run_examples
+from npuwatch.rules.loader import DEFAULT_PACKS, RuleLoadError, RuleSet, load_rules
+from npuwatch.rules.model import Context, Dedupe, Example, Examples, RuleSpec, Threshold
+from npuwatch.rules.rule_cache import RuleCache
+from tests.conftest import FIXTURES, parse
+
+SITE_RULE = """\
+pack: site
+disable: [operations.debug-logging-left-on]
+rules:
+  - id: site.gpu-fan
+    title: Fan failure
+    when: log.level == ERROR and message contains "fan"
+    severity: warning
+    layer: driver
+    category: device
+    advice: Replace the fan.
+    extract: ['fan (?P<fan>\\d+)']
+    threshold: {count: 2, within: 90s, by: [process.pid]}
+    dedupe: 5m
+    examples:
+      match: ["[ERROR] DRV(1,p):2025-01-01-00:00:00.000.000 [fan.c:1] fan 3 stopped"]
+      no_match: [{text: "[INFO] DRV(1,p):2025-01-01-00:00:00.000.000 [fan.c:1] fan ok"}]
+"""
+
+
+def described(ruleset: RuleSet) -> list[tuple[object, ...]]:
+    """Everything a rule holds but its closures, which are compared by what they do."""
+    return [
+        (rule.spec, rule.pack, rule.origin, rule.keys, rule.exact, rule.node, rule.patterns)
+        for rule in ruleset.rules
+    ]
+
+
+def site_pack(folder: Path, text: str = SITE_RULE) -> Path:
+    path = folder / "site.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_hit_gives_the_rules_reading_the_packs_gives(tmp_path: Path) -> None:
+    locations = [DEFAULT_PACKS, site_pack(tmp_path)]
+    cache = RuleCache(tmp_path / "cache")
+    read = load_rules(locations)
+    written = load_rules(locations, cache)
+    assert len(list(cache.folder.glob("rules-*.pickle"))) == 1
+    hit = load_rules(locations, cache)
+    assert described(hit) == described(written) == described(read)
+    assert (hit.files, hit.disabled) == (read.files, read.disabled)
+    assert "operations.debug-logging-left-on" not in hit.by_id()
+    # The conditions and extract patterns compiled again from the cache do what the packs say.
+    assert run_examples(hit.rules) == run_examples(read.rules)
+    records = parse(b"[ERROR] DRV(1,p):2025-01-01-00:00:00.000.000 [fan.c:1] fan 3 stopped\n")
+    for log in sorted((FIXTURES / "trees").rglob("*.log")):
+        records.extend(parse(log.read_bytes(), path=str(log)))
+    for cached, fresh in zip(hit.rules, read.rules, strict=True):
+        assert [cached.predicate(r) for r in records] == [fresh.predicate(r) for r in records]
+        if fresh.extractor is not None:
+            assert cached.extractor is not None
+            assert [cached.extractor(r) for r in records] == [fresh.extractor(r) for r in records]
+    assert hit.by_id()["site.gpu-fan"].extractor is not None
+
+
+def test_a_hit_never_loads_yaml_pydantic_or_the_grammar(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
+        from npuwatch.rules.rule_cache import RuleCache
+        ruleset = load_rules([DEFAULT_PACKS], RuleCache(Path({str(tmp_path)!r})))
+        heavy = ("yaml", "pydantic", "pyparsing", "npuwatch.rules.pack_file")
+        print(len(ruleset.rules), *[name in sys.modules for name in heavy])
+        """
+    )
+
+    def run() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        )
+        return done.stdout.split()
+
+    rules = str(len(load_rules([DEFAULT_PACKS]).rules))
+    assert run() == [rules, "True", "True", "True", "True"]  # the miss reads the packs
+    assert run() == [rules, "False", "False", "False", "False"]
+
+
+def test_an_edited_pack_is_read_again(tmp_path: Path) -> None:
+    cache = RuleCache(tmp_path / "cache")
+    path = site_pack(tmp_path)
+    assert load_rules([path], cache).rules[0].spec.title == "Fan failure"
+    # Same size, written within the same clock tick: still seen, the cache compares the bytes.
+    site_pack(tmp_path, SITE_RULE.replace("Fan failure", "Fan fAilure"))
+    assert load_rules([path], cache).rules[0].spec.title == "Fan fAilure"
+    assert load_rules([path], cache).rules[0].spec.title == "Fan fAilure"
+
+
+def test_a_broken_pack_is_reported_every_time_and_never_cached(tmp_path: Path) -> None:
+    cache = RuleCache(tmp_path / "cache")
+    path = site_pack(tmp_path)
+    load_rules([path], cache)
+    site_pack(tmp_path, SITE_RULE.replace("log.level == ERROR and", "log.level == ERROR and and"))
+    for _ in range(2):
+        with pytest.raises(RuleLoadError) as error:
+            load_rules([path], cache)
+        (problem,) = error.value.problems
+        assert str(problem).startswith(f"{path}:6:") and "in 'when'" in str(problem)
+
+
+def test_a_damaged_cache_file_is_a_miss(tmp_path: Path) -> None:
+    cache = RuleCache(tmp_path / "cache")
+    path = site_pack(tmp_path)
+    load_rules([path], cache)
+    (kept,) = cache.folder.glob("rules-*.pickle")
+    for damage in (b"", b"not a pickle", kept.read_bytes()[:100]):
+        kept.write_bytes(damage)
+        assert cache.read([path]) is None
+        assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
+        assert cache.read([path]) is not None  # written again
+
+
+def test_a_cache_that_cannot_be_written_is_left_alone(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    path = site_pack(tmp_path)
+    cache = RuleCache(blocker / "cache")
+    assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
+    assert cache.read([path]) is None
+    if os.geteuid() != 0:  # root writes anywhere
+        folder = tmp_path / "read-only"
+        folder.mkdir(mode=0o500)
+        assert load_rules([path], RuleCache(folder)).rules[0].id == "site.gpu-fan"
+        assert list(folder.iterdir()) == []
+
+
+def test_each_set_of_packs_has_its_own_file(tmp_path: Path) -> None:
+    cache = RuleCache(tmp_path / "cache")
+    path = site_pack(tmp_path)
+    alone = load_rules([path], cache)
+    with_defaults = load_rules([DEFAULT_PACKS, path], cache)
+    assert len(list(cache.folder.glob("rules-*.pickle"))) == 2
+    assert len(load_rules([path], cache).rules) == len(alone.rules) == 1
+    assert len(load_rules([DEFAULT_PACKS, path], cache).rules) == len(with_defaults.rules)
+
+
+def test_where_the_cache_is_kept() -> None:
+    assert cache_folder({"NPUWATCH_CACHE": "/x/c", "HOME": "/h"}) == Path("/x/c")
+    assert cache_folder({"NPUWATCH_CACHE": "", "HOME": "/h"}) is None
+    assert cache_folder({"XDG_CACHE_HOME": "/x", "HOME": "/h"}) == Path("/x/npuwatch")
+    assert cache_folder({"HOME": "/h"}) == Path("/h/.cache/npuwatch")
+    assert cache_folder({}) is None
+
+
+@pytest.mark.parametrize(
+    ("plain", "validated"),
+    [
+        (RuleSpec, schema.RuleSchema),
+        (Threshold, schema.ThresholdSchema),
+        (Context, schema.ContextSchema),
+        (Dedupe, schema.DedupeSchema),
+        (Example, schema.ExampleSchema),
+        (Examples, schema.ExamplesSchema),
+    ],
+)
+def test_the_schema_and_the_plain_specs_have_the_same_fields_and_defaults(
+    plain: type, validated: type[schema.BaseModel]
+) -> None:
+    fields = dataclasses.fields(plain)
+    assert [f.name for f in fields] == list(validated.model_fields)
+    for item in fields:
+        default = validated.model_fields[item.name].get_default()
+        if item.default is dataclasses.MISSING:
+            assert validated.model_fields[item.name].is_required()
+        elif isinstance(default, schema.BaseModel):
+            assert dataclasses.asdict(item.default) == default.model_dump()
+        else:
+            assert item.default == default
