@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from npuwatch.rules.compiler import CompileError
 from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
-from npuwatch.rules.loader import Pack, Problem, build_rule
 from npuwatch.rules.model import Rule, RuleSpec
+from npuwatch.rules.pack import Pack, Problem, build_rule
 from npuwatch.rules.schema import PackSchema
 
 # libyaml's loader when PyYAML was built with it (ten times faster); both keep positions.

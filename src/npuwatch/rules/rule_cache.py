@@ -23,8 +23,8 @@ from pathlib import Path
 
 from npuwatch import __version__
 from npuwatch.rules.condition import Node
-from npuwatch.rules.loader import Pack, build_rule
 from npuwatch.rules.model import RuleSpec
+from npuwatch.rules.pack import Pack, build_rule
 
 _RULES_FOLDER = Path(__file__).resolve().parent
 # A pack's meaning comes from the schema (defaults, validation), the grammar and the classes the
