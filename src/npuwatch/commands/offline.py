@@ -100,7 +100,8 @@ def add_rules_option(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="PATH",
         help="more rule packs (a folder of *.yaml or one file), after the defaults and "
-        "/etc/npuwatch/rules.d; may be given several times",
+        "/etc/npuwatch/rules.d; may be given several times. The packs read are cached in "
+        "$NPUWATCH_CACHE (else ~/.cache/npuwatch; empty: no cache) until a file changes",
     )
 
 
