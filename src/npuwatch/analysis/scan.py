@@ -459,9 +459,7 @@ def _time_from(
     return next((times[i] for i in positions if times[i] is not None), None), False
 
 
-def _note(
-    keys: set[tuple[str | None, object]], key: tuple[str | None, object], *, firmware: bool
-) -> None:
+def _note(keys: set[_ProcessKey], key: _ProcessKey, *, firmware: bool) -> None:
     """Remember whether `key`'s time just set is a firmware time (one a real time replaces)."""
     if firmware:
         keys.add(key)
