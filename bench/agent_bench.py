@@ -11,6 +11,12 @@ Figures: lines/s from write to journal, the lag (how long after the writer stopp
 held everything), the agent's CPU (% of one core, from /proc) and peak RSS. The reference,
 measured in the same run on the same lines, is npuwatch's parser alone in this process: what
 one core does before rules and journal.
+
+With `--fluent-bit PATH` (or $FLUENT_BIT), the flood is written a second time, the same lines at
+the same rate, for Fluent Bit to follow: its tail input with a regular-expression parser of the
+CANN header (level, module, pid, process name, time, body) into its null output, what a log
+shipper does before shipping. Its CPU per line is measured the same way, until its tail database
+holds every file's full size (what it has read and handed on).
 """
 
 from __future__ import annotations
@@ -217,6 +223,99 @@ def run_writer_workload(args: argparse.Namespace, rate_lines: float, chunk: int)
     reference = reference_parse_rate(sample_lines)
     print(f"reference: parser alone {reference:,.0f} lines/s ({reference * line_bytes / 1e6:.1f}"
           " MB/s) on one core in this process")  # fmt: skip
+    print(f"agent: {records / max(cpu, 1e-9):,.0f} lines per CPU-second")
+    binary = getattr(args, "fluent_bit", None)
+    if binary:
+        run_fluent_bit(args, binary, rate_lines, chunk)
+
+
+FLUENT_BIT_PARSER = (
+    r"^\[(?<level>\w+)\] (?<module>\w+)\((?<pid>-?\d+),(?<name>[^)]*)\):(?<time>\S+) (?<body>.*)$"
+)
+"""The CANN header as a Fluent Bit (Onigmo) regular expression: the fields npuwatch's parser
+reads from it (its body styles and codes are more, not counted here)."""
+
+
+def fluent_bit_config(root: Path, work: Path) -> Path:
+    """A Fluent Bit configuration: tail the plog files under `root` from their start, parse each
+    line's header, drop the records (null output)."""
+    parsers = work / "parsers.conf"
+    parsers.write_text(
+        f"[PARSER]\n    Name cann\n    Format regex\n    Regex {FLUENT_BIT_PARSER}\n",
+        encoding="utf-8",
+    )
+    config = work / "fluent-bit.conf"
+    config.write_text(
+        f"""[SERVICE]
+    Flush 1
+    Log_Level warn
+    Parsers_File {parsers}
+[INPUT]
+    Name tail
+    Path {root}/debug/plog/*.log
+    Parser cann
+    Read_from_Head On
+    Refresh_Interval 1
+    Buffer_Chunk_Size 1MB
+    Buffer_Max_Size 4MB
+    DB {work}/tail.db
+[OUTPUT]
+    Name null
+    Match *
+""",
+        encoding="utf-8",
+    )
+    return config
+
+
+def fluent_bit_offsets(database: Path) -> int:
+    """The bytes Fluent Bit's tail has read and handed on, over every file (its database)."""
+    try:
+        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        try:
+            query = "SELECT coalesce(sum(offset), 0) FROM in_tail_files"
+            return int(db.execute(query).fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+
+
+def run_fluent_bit(args: argparse.Namespace, binary: str, rate_lines: float, chunk: int) -> None:
+    """The same flood followed by Fluent Bit: its CPU per line, in the same run."""
+    work = Path(tempfile.mkdtemp(prefix="npuwatch-bench-fluent-bit-"))
+    root = work / "logs"
+    (root / "debug" / "plog").mkdir(parents=True)
+    config = fluent_bit_config(root, work)
+    shipper = subprocess.Popen([binary, "-q", "-c", str(config)], stdout=subprocess.DEVNULL)
+    wait_until_settled(shipper.pid)
+    before = sample(shipper.pid)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", writer_script(root, args.files, rate_lines, args.seconds, chunk)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    started = time.monotonic()
+    written = int(writer.communicate()[0].split()[0])
+    writer_done = time.monotonic()
+    size = sum(path.stat().st_size for path in (root / "debug" / "plog").iterdir())
+    read = 0
+    while time.monotonic() - writer_done < 300 and read < size:
+        time.sleep(0.2)
+        read = fluent_bit_offsets(work / "tail.db")
+    caught_up = time.monotonic()
+    after = sample(shipper.pid)
+    shipper.send_signal(signal.SIGTERM)
+    shipper.wait(timeout=60)
+    cpu = after.cpu_s - before.cpu_s
+    span = caught_up - started
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    print(f"Fluent Bit ({version.stdout.split(chr(10))[0].strip() or binary}), tail + regex parser"
+          f" -> null, the same {written:,} lines at the same rate: read {read:,} of {size:,} bytes;"
+          f" caught up {caught_up - writer_done:.2f} s after the writer stopped")  # fmt: skip
+    print(f"Fluent Bit CPU: {cpu:.2f} s over {span:.1f} s = {100 * cpu / span:.1f}% of one core;"
+          f" {cpu / max(written, 1) * 1e6:.1f} us/line = {written / max(cpu, 1e-9):,.0f} lines per"
+          f" CPU-second; peak RSS {after.peak_rss_kb / 1024:.0f} MB")  # fmt: skip
 
 
 def journal_after_stop(journal: Path) -> tuple[int, int]:
@@ -273,6 +372,10 @@ def main() -> None:
     flood.add_argument("--mb-per-s", type=float, default=25.0)
     flood.add_argument("--seconds", type=float, default=30.0)
     flood.add_argument("--files", type=int, default=8)
+    flood.add_argument(
+        "--fluent-bit", default=os.environ.get("FLUENT_BIT"), metavar="PATH",
+        help="a fluent-bit binary: the same flood followed by its tail + regex parser -> null",
+    )  # fmt: skip
     quiet = commands.add_parser("quiet")
     quiet.add_argument("--lines-per-s", type=float, default=100.0)
     quiet.add_argument("--seconds", type=float, default=60.0)

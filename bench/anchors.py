@@ -35,7 +35,8 @@ interleaved rounds (min and median of --rounds), each figure beside its referenc
                 shipping does with each next).
 
 rg is used when it is on PATH. The other anchors of the performance issue have their own
-benchmarks: the agent's flood (bench/agent_bench.py), shipping (bench/ship_bench.py).
+benchmarks: the agent's flood beside Fluent Bit (bench/agent_bench.py flood --fluent-bit PATH, or
+$FLUENT_BIT; bench/build_fluent_bit.sh builds one), shipping into a node (bench/ship_bench.py).
 """
 
 from __future__ import annotations

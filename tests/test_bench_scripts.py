@@ -3,6 +3,7 @@ answers --help (they are run by hand, so nothing else would notice a rename)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +31,20 @@ def test_the_benchmark_imports_and_answers_help(script: Path) -> None:
 
 def test_there_are_benchmarks_to_check() -> None:
     assert len(SCRIPTS) >= 9
+
+
+def test_fluent_bit_parses_every_line_of_the_flood_it_is_compared_on() -> None:
+    """bench/agent_bench.py compares the agent with Fluent Bit's tail + regex parser: a regex
+    that missed the lines would leave Fluent Bit less work and flatter it."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        from agent_bench import FLUENT_BIT_PARSER, debug_lines
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    # Onigmo's (?<name>...) is Python's (?P<name>...); the rest of this pattern reads the same.
+    header = re.compile(FLUENT_BIT_PARSER.replace("(?<", "(?P<"))
+    lines = debug_lines(5000, 200000)
+    fields = [header.match(line) for line in lines]
+    assert all(fields)
+    assert {match["module"] for match in fields if match} >= {"GE", "HCCL", "RUNTIME"}
+    assert all(match["body"] for match in fields if match)
