@@ -31,7 +31,8 @@ def cache_folder(environment: Mapping[str, str] = os.environ) -> Path | None:
     chosen = environment.get(CACHE_VARIABLE)
     if chosen is not None:
         return Path(chosen) if chosen else None
-    base = environment.get("XDG_CACHE_HOME") or (
-        str(Path(environment["HOME"]) / ".cache") if environment.get("HOME") else ""
-    )
-    return Path(base) / "npuwatch" if base else None
+    if environment.get("XDG_CACHE_HOME"):
+        return Path(environment["XDG_CACHE_HOME"]) / "npuwatch"
+    if environment.get("HOME"):
+        return Path(environment["HOME"]) / ".cache" / "npuwatch"
+    return None

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from npuwatch.default_paths import cache_folder
-from npuwatch.rules import schema
+from npuwatch.rules import pack_file, schema
 from npuwatch.rules.examples import run_examples
 from npuwatch.rules.loader import DEFAULT_PACKS, RuleLoadError, RuleSet, load_rules
 from npuwatch.rules.model import Context, Dedupe, Example, Examples, RuleSpec, Threshold
+from npuwatch.rules.pack import Pack
 from npuwatch.rules.rule_cache import RuleCache
 from tests.conftest import FIXTURES, parse
 
@@ -52,6 +53,13 @@ def site_pack(folder: Path, text: str = SITE_RULE) -> Path:
     path = folder / "site.yaml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def read_back(cache: RuleCache, path: Path) -> list[Pack] | None:
+    """What the cache holds for `path` alone as it is now."""
+    entry = cache.entry([path])
+    assert entry is not None
+    return entry.read()
 
 
 def test_a_hit_gives_the_rules_reading_the_packs_gives(tmp_path: Path) -> None:
@@ -111,6 +119,26 @@ def test_an_edited_pack_is_read_again(tmp_path: Path) -> None:
     assert load_rules([path], cache).rules[0].spec.title == "Fan fAilure"
 
 
+def test_a_pack_edited_while_it_is_read_is_read_again_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamp is of the bytes before reading: an edit during the read must not be kept with
+    the packs read before it."""
+    cache = RuleCache(tmp_path / "cache")
+    path = site_pack(tmp_path)
+    load_pack = pack_file.load_pack
+
+    def load_then_edit(pack_path: Path) -> object:
+        loaded = load_pack(pack_path)
+        site_pack(tmp_path, SITE_RULE.replace("Fan failure", "Fan replaced"))
+        return loaded
+
+    monkeypatch.setattr(pack_file, "load_pack", load_then_edit)
+    assert load_rules([path], cache).rules[0].spec.title == "Fan failure"
+    monkeypatch.undo()
+    assert load_rules([path], cache).rules[0].spec.title == "Fan replaced"
+
+
 def test_a_broken_pack_is_reported_every_time_and_never_cached(tmp_path: Path) -> None:
     cache = RuleCache(tmp_path / "cache")
     path = site_pack(tmp_path)
@@ -130,9 +158,9 @@ def test_a_damaged_cache_file_is_a_miss(tmp_path: Path) -> None:
     (kept,) = cache.folder.glob("rules-*.pickle")
     for damage in (b"", b"not a pickle", kept.read_bytes()[:100]):
         kept.write_bytes(damage)
-        assert cache.read([path]) is None
+        assert read_back(cache, path) is None
         assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
-        assert cache.read([path]) is not None  # written again
+        assert read_back(cache, path) is not None  # written again
 
 
 def test_a_cache_that_cannot_be_written_is_left_alone(tmp_path: Path) -> None:
@@ -141,7 +169,7 @@ def test_a_cache_that_cannot_be_written_is_left_alone(tmp_path: Path) -> None:
     path = site_pack(tmp_path)
     cache = RuleCache(blocker / "cache")
     assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
-    assert cache.read([path]) is None
+    assert read_back(cache, path) is None
     if os.geteuid() != 0:  # root writes anywhere
         folder = tmp_path / "read-only"
         folder.mkdir(mode=0o500)

@@ -78,11 +78,12 @@ def load_rules(locations: Sequence[Path], cache: RuleCache | None = None) -> Rul
     With a cache, packs it holds unchanged are not read again, and packs read are kept in it.
     """
     files = rule_files(locations)
-    packs = cache.read(files) if cache is not None else None
+    entry = cache.entry(files) if cache is not None else None
+    packs = entry.read() if entry is not None else None
     if packs is None:
         packs = _read_packs(files)
-        if cache is not None:
-            cache.write(files, packs)
+        if entry is not None:
+            entry.write(packs)
     ruleset = RuleSet()
     merged: dict[str, Rule] = {}
     for path, pack in zip(files, packs, strict=True):

@@ -19,6 +19,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from npuwatch import __version__
@@ -44,19 +45,33 @@ class RuleCache:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
 
-    def path_for(self, files: Sequence[Path]) -> Path:
-        names = "\0".join(str(path.resolve()) for path in files)
-        return self.folder / f"rules-{hashlib.sha256(names.encode()).hexdigest()[:20]}.pickle"
+    def entry(self, files: Sequence[Path]) -> CacheEntry | None:
+        """The cache's place for the packs of `files`, stamped with what they hold now; None when
+        a file cannot be read (reading the packs will say why).
 
-    def read(self, files: Sequence[Path]) -> list[Pack] | None:
-        """The packs of `files` when the cache holds them unchanged, else None."""
+        Taken before the packs are read: a file edited while they are read then leaves an entry
+        whose stamp no longer matches the file, a miss next time, never packs older than it."""
         stamp = _stamp(files)
         if stamp is None:
             return None
+        names = "\0".join(str(path.resolve()) for path in files)
+        path = self.folder / f"rules-{hashlib.sha256(names.encode()).hexdigest()[:20]}.pickle"
+        return CacheEntry(path, stamp)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One cache file and the stamp its packs must have been kept with."""
+
+    path: Path
+    stamp: str
+
+    def read(self) -> list[Pack] | None:
+        """The packs kept under this stamp, else None."""
         try:
-            with self.path_for(files).open("rb") as handle:
+            with self.path.open("rb") as handle:
                 kept_stamp, packs = pickle.load(handle)
-            if kept_stamp != stamp:
+            if kept_stamp != self.stamp:
                 return None
             return [_pack(kept) for kept in packs]
         # A damaged, foreign or outdated file is only a miss: unpickling and compiling again
@@ -64,11 +79,8 @@ class RuleCache:
         except Exception:
             return None
 
-    def write(self, files: Sequence[Path], packs: Sequence[Pack]) -> None:
-        """Keep `packs`, read from `files`; quietly nothing when the folder cannot be written."""
-        stamp = _stamp(files)
-        if stamp is None:
-            return
+    def write(self, packs: Sequence[Pack]) -> None:
+        """Keep `packs` under this stamp; quietly nothing when the folder cannot be written."""
         kept = [
             (
                 pack.name,
@@ -78,14 +90,14 @@ class RuleCache:
             for pack in packs
         ]
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(dir=self.folder, prefix=".rules-")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".rules-")
         except OSError:
             return
         try:
             with os.fdopen(descriptor, "wb") as handle:
-                pickle.dump((stamp, kept), handle, protocol=pickle.HIGHEST_PROTOCOL)
-            Path(temporary).replace(self.path_for(files))
+                pickle.dump((self.stamp, kept), handle, protocol=pickle.HIGHEST_PROTOCOL)
+            Path(temporary).replace(self.path)
         except OSError:
             Path(temporary).unlink(missing_ok=True)
 
