@@ -149,6 +149,17 @@ print(written, time.monotonic() - start)
 """
 
 
+def start_writer(
+    root: Path, args: argparse.Namespace, rate_lines: float, chunk: int
+) -> subprocess.Popen[str]:
+    """The writer process of the workload; it prints the lines written and its seconds."""
+    return subprocess.Popen(
+        [sys.executable, "-c", writer_script(root, args.files, rate_lines, args.seconds, chunk)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
 def reference_parse_rate(lines: list[str]) -> float:
     """Lines/s of the parser alone on these lines, in this process."""
     data = ("\n".join(lines) + "\n").encode()
@@ -181,11 +192,7 @@ def run_writer_workload(args: argparse.Namespace, rate_lines: float, chunk: int)
     agent = start_agent(root, state)
     wait_until_settled(agent.pid)  # start-up (imports, rules, first rescan) is not the workload
     before = sample(agent.pid)
-    writer = subprocess.Popen(
-        [sys.executable, "-c", writer_script(root, args.files, rate_lines, args.seconds, chunk)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = start_writer(root, args, rate_lines, chunk)
     started = time.monotonic()
     peak = 0
     while writer.poll() is None:
@@ -290,11 +297,7 @@ def run_fluent_bit(args: argparse.Namespace, binary: str, rate_lines: float, chu
     shipper = subprocess.Popen([binary, "-q", "-c", str(config)], stdout=subprocess.DEVNULL)
     wait_until_settled(shipper.pid)
     before = sample(shipper.pid)
-    writer = subprocess.Popen(
-        [sys.executable, "-c", writer_script(root, args.files, rate_lines, args.seconds, chunk)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    writer = start_writer(root, args, rate_lines, chunk)
     started = time.monotonic()
     written = int(writer.communicate()[0].split()[0])
     writer_done = time.monotonic()
@@ -310,7 +313,8 @@ def run_fluent_bit(args: argparse.Namespace, binary: str, rate_lines: float, chu
     cpu = after.cpu_s - before.cpu_s
     span = caught_up - started
     version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
-    print(f"Fluent Bit ({version.stdout.split(chr(10))[0].strip() or binary}), tail + regex parser"
+    name = (version.stdout.strip().splitlines() or [binary])[0]
+    print(f"Fluent Bit ({name}), tail + regex parser"
           f" -> null, the same {written:,} lines at the same rate: read {read:,} of {size:,} bytes;"
           f" caught up {caught_up - writer_done:.2f} s after the writer stopped")  # fmt: skip
     print(f"Fluent Bit CPU: {cpu:.2f} s over {span:.1f} s = {100 * cpu / span:.1f}% of one core;"
