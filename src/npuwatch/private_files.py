@@ -20,6 +20,61 @@ PRIVATE_FILE = 0o600
 
 log = logging.getLogger(__name__)
 
+_WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+
+
+def folder_problem(path: Path, uid: int | None = None) -> str | None:
+    """Why the folder `path` may not hold the state of a process of user `uid` (this process's
+    by default), or None when it may; a missing folder is no problem (it will be made 0700).
+
+    State written into a folder that another user can change is state that user can replace
+    or redirect: a link planted where a temporary file or the cursors go makes a root process
+    write (or chmod) whatever the link names. So, as ssh does with its keys, the folder must be
+    owned by `uid` and writable by no one else, and every folder above it must be owned by
+    `uid` or root and writable by no one else unless it has the sticky bit (as /tmp has: there
+    no one may rename or delete another user's folder). A link on the way counts as its owner's
+    and is followed."""
+    uid = os.geteuid() if uid is None else uid
+    trusted = {0, uid}
+    current = Path("/")
+    parts = Path(os.path.abspath(path)).parts[1:]  # noqa: PTH100 - resolve() would follow links
+    for index, part in enumerate(parts):
+        candidate = current / part
+        try:
+            status = candidate.lstat()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            return f"{candidate} cannot be examined ({error.strerror or error})"
+        if stat.S_ISLNK(status.st_mode):
+            if status.st_uid not in trusted:
+                return f"{candidate} is a link owned by {_user_name(status.st_uid)}"
+            try:
+                current = candidate.resolve(strict=True)
+                status = current.stat()
+            except (OSError, RuntimeError):
+                return None if index == len(parts) - 1 else f"{candidate} leads nowhere"
+        else:
+            current = candidate
+        last = index == len(parts) - 1
+        if not stat.S_ISDIR(status.st_mode):
+            return f"{current} is not a folder"
+        owner_ok = status.st_uid == uid if last else status.st_uid in trusted
+        if not owner_ok:
+            return f"{current} is owned by {_user_name(status.st_uid)}"
+        if status.st_mode & _WRITABLE_BY_OTHERS and (last or not status.st_mode & stat.S_ISVTX):
+            return f"{current} is writable by others (mode {stat.S_IMODE(status.st_mode):o})"
+    return None
+
+
+def _user_name(uid: int) -> str:
+    try:
+        import pwd  # noqa: PLC0415 - Unix only, like the rest of this module's checks
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
 
 def private_directory(path: Path, tighten: bool = True) -> None:
     """Create `path` and its missing parents as 0700 folders, and (`tighten`) make an existing
