@@ -14,7 +14,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollecto
 
 from npuwatch import __version__
 
-SourceProblemReason = Literal["unreadable", "not_regular_file", "vanished", "watch_failed"]
+SourceProblemReason = Literal[
+    "unreadable", "not_regular_file", "link_not_followed", "vanished", "watch_failed"
+]
 """The reasons `source_problems` counts (a fixed set, so the label stays bounded)."""
 
 

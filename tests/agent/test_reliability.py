@@ -375,7 +375,10 @@ def test_unreadable_files_folders_and_link_loops_are_skipped_and_counted(
     finally:
         locked.chmod(0o644)
     assert harness.lines() == expected
-    assert harness.metrics.value("npuwatch_source_problems_total", {"reason": "unreadable"}) >= 1
+    problems = harness.metrics.value
+    assert problems("npuwatch_source_problems_total", {"reason": "link_not_followed"}) == 1
+    if os.geteuid() != 0:
+        assert problems("npuwatch_source_problems_total", {"reason": "unreadable"}) >= 1
 
 
 def test_binary_garbage_and_foreign_encodings_are_flagged_and_kept(tmp_path: Path) -> None:
@@ -599,7 +602,8 @@ def test_a_link_loop_created_while_running_is_a_problem_not_a_loss(tmp_path: Pat
     harness.wait_for_lines(Counter(lines))
     wait_until(
         lambda: (
-            harness.metrics.value("npuwatch_source_problems_total", {"reason": "unreadable"}) == 1
+            harness.metrics.value("npuwatch_source_problems_total", {"reason": "link_not_followed"})
+            == 1
         )
     )
     harness.stop()

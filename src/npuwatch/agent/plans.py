@@ -36,6 +36,7 @@ from npuwatch.parsers.stream import ParseLimits
 from npuwatch.rules.loader import DEFAULT_PACKS, RuleSet, load_rules
 from npuwatch.setting_values import command_words
 from npuwatch.sinks.prometheus.web_config import WebSecurity, load_web_config
+from npuwatch.tree_walk import LinkPolicy
 
 RULES_ADVICE = "the rules have errors: fix them and start again"
 
@@ -44,6 +45,7 @@ RULES_ADVICE = "the rules have errors: fix them and start again"
 class SourcesPlan:
     roots: tuple[Path, ...]
     wanted: FileFilter
+    links: LinkPolicy
     tail: TailSettings
     watch: bool
     rescan_interval_s: float
@@ -55,6 +57,7 @@ def plan_sources(config: Config, environ: Mapping[str, str], host: str) -> Sourc
     return SourcesPlan(
         roots=tuple(discover_roots(sources, environ)),
         wanted=FileFilter(sources.include, sources.exclude),
+        links=LinkPolicy(follow=sources.follow_links),
         tail=TailSettings(
             read_chunk_bytes=sources.read_chunk_bytes,
             max_open_files=sources.max_open_files,

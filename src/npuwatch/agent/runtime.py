@@ -87,6 +87,7 @@ class Agent:
             self.journal.checkpoints.values(),
             self._emit,
             self.metrics,
+            links=sources.links,
         )
         watcher = (
             FileWatcher(self.tailer.events, self._wake, self.metrics) if sources.watch else None

@@ -9,7 +9,6 @@ and files larger than MAX_REPORT_BYTES are passed over.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,8 @@ from npuwatch.parsers.debug_tools.sanitizer import (
     looks_like_report,
     parse_sanitizer_text,
 )
+from npuwatch.tree_walk import WalkProblem, walk_folders
+from npuwatch.untrusted_files import read_file
 
 MAX_REPORT_BYTES = 512 * 1024 * 1024
 _SNIFF_BYTES = 4096
@@ -69,12 +70,13 @@ def read_sanitizer_inputs(root: Path) -> SanitizerInputs:
 def _walk(root: Path, found: SanitizerInputs) -> Iterator[Path]:
     """msaicerr folders (not entered) and files below `root`, in name order."""
 
-    def unreadable(failure: OSError) -> None:
-        found.problems.append(f"{failure.filename}:0: cannot list: {failure.strerror}")
-
-    for folder, subfolders, files in os.walk(root, onerror=unreadable):
+    problems: list[WalkProblem] = []
+    for folder, subfolders, files in walk_folders(str(root), problems):
+        for problem in problems:
+            if problem.reason == "unreadable":
+                found.problems.append(f"{problem.path}:0: cannot list: {problem.problem}")
+        problems.clear()
         here = Path(folder)
-        subfolders.sort()
         for name in list(subfolders):
             if is_msaicerr_output(here / name):
                 subfolders.remove(name)
@@ -89,7 +91,7 @@ def _read_report(path: Path, name: str, found: SanitizerInputs, *, explicit: boo
             if explicit:
                 found.problems.append(f"{name}:0: larger than 512 MiB; not read")
             return
-        data = path.read_bytes()
+        data = read_file(path, named=explicit)
     except OSError as failure:
         found.problems.append(f"{name}:0: cannot read: {failure.strerror}")
         return

@@ -7,6 +7,7 @@ of the host folder it is under.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from npuwatch.analysis.scan_hosts import HostOnCollection, collection_hosts, hos
 from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.rules.engine import RuleEngine
+from npuwatch.tree_walk import NO_LINKS, LinkPolicy
+from npuwatch.untrusted_files import open_binary
 
 ProgressCallback = Callable[[int, int, int], None]
 """Called after each file with (files done, files in all, bytes done)."""
@@ -29,9 +32,11 @@ def scan_tree(
     host: str | None = None,
     progress: ProgressCallback | None = None,
     engine: RuleEngine | None = None,
+    links: LinkPolicy = NO_LINKS,
 ) -> ScanResult:
     """Parse every log file under `root` (or `root` itself when it is a file), and match the
-    records against the rules of `engine` when one is given.
+    records against the rules of `engine` when one is given. Links under `root` are followed
+    only as `links` says (tree_walk); `root` itself is the operator's to name.
 
     `host` names the host of a single tree; a collection names its hosts by their folders,
     and giving `host` for one raises HostOnCollection.
@@ -45,7 +50,7 @@ def scan_tree(
     result.hosts = hosts if hosts is not None else [host] if host is not None else []
     known = frozenset(hosts or ())
     if root.is_dir():
-        listing = list_log_files(root)
+        listing = list_log_files(root, links)
         files = listing.files
         for problem in listing.problems:
             aggregator.add_problem(problem)
@@ -58,25 +63,26 @@ def scan_tree(
     done_bytes = 0
     for index, path in enumerate(files, 1):
         try:
-            status = path.stat()
-            size = status.st_size
-            parser = StreamParser(
-                clock,
-                path=str(path),
-                host=host_of(root, path, known) if known else host,
-                reference_us=year_reference_us(path, status.st_mtime_ns // 1000),
-                batch_index=engine is not None,
-            )
-            aggregator.start_file(parser.source, size)
-            stream = engine.stream(parser.source) if engine is not None else None
-            offset = 0
-            for chunk in read_chunks(path):
-                records = parser.feed(chunk, offset)
-                collectives.add_batch(records, aggregator.next_line)
-                aggregator.add_batch(records)
-                if engine is not None and stream is not None:
-                    engine.process(records, stream, chunk, parser.last_batch)
-                offset += len(chunk)
+            with open_binary(path, named=path == root) as handle:
+                status = os.fstat(handle.fileno())
+                size = status.st_size
+                parser = StreamParser(
+                    clock,
+                    path=str(path),
+                    host=host_of(root, path, known) if known else host,
+                    reference_us=year_reference_us(handle, status.st_mtime_ns // 1000),
+                    batch_index=engine is not None,
+                )
+                aggregator.start_file(parser.source, size)
+                stream = engine.stream(parser.source) if engine is not None else None
+                offset = 0
+                for chunk in read_chunks(handle):
+                    records = parser.feed(chunk, offset)
+                    collectives.add_batch(records, aggregator.next_line)
+                    aggregator.add_batch(records)
+                    if engine is not None and stream is not None:
+                        engine.process(records, stream, chunk, parser.last_batch)
+                    offset += len(chunk)
             records = parser.flush()
             collectives.add_batch(records, aggregator.next_line)
             aggregator.add_batch(records)

@@ -37,6 +37,8 @@ from npuwatch.parsers.debug_tools.monitor import DATA_TYPES
 from npuwatch.parsers.debug_tools.msaicerr import is_msaicerr_output
 from npuwatch.parsers.debug_tools.sanitizer import looks_like_report
 from npuwatch.state_file import StateFile
+from npuwatch.tree_walk import walk_folders
+from npuwatch.untrusted_files import read_file
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +67,8 @@ class DebugOutput:
 def find_debug_outputs(root: Path, precision_kind: PrecisionKind) -> list[DebugOutput]:
     """Every output at or under `root`, in path order."""
     found: list[DebugOutput] = []
-    for folder, subfolders, files in os.walk(root):
+    for folder, subfolders, files in walk_folders(str(root)):
         here = Path(folder)
-        subfolders.sort()
         if _is_monitor_output(here, subfolders, files):
             found.append(DebugOutput(MONITOR, here))
             subfolders.clear()  # its rank folders and anomaly_detected/ are part of it
@@ -91,8 +92,12 @@ def _is_monitor_output(folder: Path, subfolders: list[str], files: list[str]) ->
     # msprobe's own layout: monitor_output/<time>-rank<N>-<id>/*.csv, one folder per rank.
     for name in subfolders:
         try:
-            if any(_STATISTICS_CSV.match(entry.name) for entry in (folder / name).iterdir()):
-                return True
+            with os.scandir(folder / name) as entries:
+                if any(
+                    _STATISTICS_CSV.match(entry.name) and entry.is_file(follow_symlinks=False)
+                    for entry in entries
+                ):
+                    return True
         except OSError:
             continue
     return False
@@ -101,9 +106,8 @@ def _is_monitor_output(folder: Path, subfolders: list[str], files: list[str]) ->
 def is_sanitizer_report(path: Path) -> bool:
     """Whether the file begins like an msSanitizer report (its first markers)."""
     try:
-        with path.open("rb") as file:
-            return looks_like_report(file.read(_SNIFF_BYTES))
-    except OSError:
+        return looks_like_report(read_file(path, limit=_SNIFF_BYTES))
+    except OSError:  # a FIFO, a link, a file gone: no report
         return False
 
 

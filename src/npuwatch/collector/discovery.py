@@ -1,23 +1,22 @@
 """Finding the files to follow under the configured roots.
 
-A walk with `os.scandir`, which gives each entry's type without a system call per file. Links to
-folders are not followed (a link loop cannot trap the walk); links to files are. A folder or file
-that cannot be read is reported once, by the caller, and the walk goes on; so is a folder named
-like a log file (`x.log/`), whose files are still followed.
+The walk is tree_walk's (`os.scandir`, which gives each entry's type without a system call per
+file): links are followed only as [sources] follow_links says, a FIFO or a device named like a
+log is not read, and a folder or file that cannot be read is reported once, by the caller, and
+the walk goes on; so is a folder named like a log file (`x.log/`), whose files are still
+followed.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
-import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from npuwatch.metrics import SourceProblemReason
+from npuwatch.tree_walk import NO_LINKS, LinkPolicy, Walk, walk_files
 
 
 @dataclass(frozen=True)
@@ -51,79 +50,9 @@ def _one_pattern(globs: Sequence[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{fnmatch.translate(glob)})" for glob in globs))
 
 
-@dataclass
-class FoundFile:
-    path: str
-    status: os.stat_result
-
-
-@dataclass(frozen=True)
-class SourceProblem:
-    """Something under a root that is not followed: where, what is wrong, and its metric reason
-    (metrics.SourceProblemReason)."""
-
-    path: str
-    problem: str
-    reason: SourceProblemReason = "unreadable"
-
-
-NOT_A_FILE = "not a regular file"
-A_FOLDER = "a folder, not a log file (the files in it are followed)"
-
-
-@dataclass
-class Discovery:
-    files: list[FoundFile] = field(default_factory=list)
-    problems: list[SourceProblem] = field(default_factory=list)
-    """What could not be read, or is not what its name says."""
-
-
-def discover(roots: Sequence[Path], wanted: FileFilter) -> Discovery:
-    """Every followed file under `roots`, oldest modification first (the order to read in)."""
-    found = Discovery()
-    seen: set[tuple[int, int]] = set()
-    for root in roots:
-        text = str(root)
-        _walk(text, text, wanted, found, seen)
+def discover(roots: Sequence[Path], wanted: FileFilter, links: LinkPolicy = NO_LINKS) -> Walk:
+    """Every followed file under `roots`, oldest modification first (the order to read in), and
+    what was not followed (tree_walk: links, FIFOs, unreadable folders)."""
+    found = walk_files([str(root) for root in roots], wanted.wants, links)
     found.files.sort(key=lambda f: (f.status.st_mtime_ns, f.path))
     return found
-
-
-def _walk(
-    root: str, folder: str, wanted: FileFilter, found: Discovery, seen: set[tuple[int, int]]
-) -> None:
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        found.problems.append(SourceProblem(folder, error.strerror or str(error)))
-        return
-    for entry in entries:
-        # entry.path is `root`, a separator, then the rest: no relpath (it normalises).
-        relative = entry.path[len(root) :].lstrip(os.sep)
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                if wanted.wants(entry.name, relative):
-                    found.problems.append(SourceProblem(entry.path, A_FOLDER, "not_regular_file"))
-                _walk(root, entry.path, wanted, found, seen)
-                continue
-            if not wanted.wants(entry.name, relative):
-                continue
-            status = entry.stat(follow_symlinks=True)
-        except FileNotFoundError:
-            # A link to nothing is reported; a file deleted since the listing is not.
-            if Path(entry.path).is_symlink():
-                found.problems.append(SourceProblem(entry.path, "a link to nothing"))
-            continue
-        except OSError as error:
-            found.problems.append(SourceProblem(entry.path, error.strerror or str(error)))
-            continue
-        if not stat.S_ISREG(status.st_mode):
-            found.problems.append(SourceProblem(entry.path, NOT_A_FILE, "not_regular_file"))
-            continue
-        key = (status.st_dev, status.st_ino)
-        if key in seen:  # the same file through a link: follow it once
-            continue
-        seen.add(key)
-        found.files.append(FoundFile(entry.path, status))

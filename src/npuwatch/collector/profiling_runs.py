@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from npuwatch.parsers.profiling.layout import DONE_MARKER, TORCH_OUTPUT
 from npuwatch.state_file import StateFile
+from npuwatch.tree_walk import walk_folders
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,10 @@ def signature_of(run: Path) -> Signature | None:
         return None
     files = size = newest = 0
     try:
-        for folder, _, names in os.walk(run):
+        for folder, _, names in walk_folders(str(run)):
             for name in names:
                 try:
-                    status = (Path(folder) / name).stat()
+                    status = os.lstat(os.path.join(folder, name))  # noqa: PTH118
                 except FileNotFoundError:
                     continue
                 files += 1

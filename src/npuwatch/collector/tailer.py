@@ -32,6 +32,8 @@ from npuwatch.journal.segment import Checkpoint
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import ParseLimits
+from npuwatch.tree_walk import NO_LINKS, LinkPolicy
+from npuwatch.untrusted_files import open_file
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +83,11 @@ class FileTailer:
         metrics: SelfMetrics,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        links: LinkPolicy = NO_LINKS,
     ) -> None:
         self.roots = list(roots)
         self.wanted = wanted
+        self.links = links
         self.settings = settings
         self._clock = clock
         self._emit = emit
@@ -110,7 +114,7 @@ class FileTailer:
 
     def rescan(self) -> None:
         """Walk the roots: follow new files, notice renamed and vanished ones."""
-        found = discover(self.roots, self.wanted)
+        found = discover(self.roots, self.wanted, self.links)
         for problem in found.problems:
             self._report.problem(problem.path, problem.problem, problem.reason)
         self._follow_grown()
@@ -138,15 +142,16 @@ class FileTailer:
     def _take_hints(self) -> None:
         for path in self.events.take(self._is_wanted):
             try:
-                status = Path(path).stat()
+                status = os.lstat(path)
             except FileNotFoundError:
                 self._not_there(path)
                 continue
-            except OSError as error:  # a link loop, a folder that cannot be entered
+            except OSError as error:  # a folder that cannot be entered
                 if self._is_wanted(path):
                     self.events.resolved(path)
                     self._report.problem(path, error.strerror or str(error))
                 continue
+            # A link is the rescan's to judge (tree_walk's rule), never followed from a hint.
             if self._is_wanted(path) and stat.S_ISREG(status.st_mode):
                 self._see(path, status)
             else:
@@ -203,7 +208,7 @@ class FileTailer:
 
     def _follow(self, path: str, status: os.stat_result) -> None:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_file(path)
         except FileNotFoundError:  # deleted since it was listed, or renamed
             if self.events.is_unresolved(path) or status.st_size > 0:
                 key = (status.st_dev, status.st_ino)
@@ -212,6 +217,13 @@ class FileTailer:
             return
         except OSError as error:
             self._report.problem(path, error.strerror or str(error))
+            return
+        try:
+            opened = os.fstat(fd)
+        except OSError:
+            opened = None
+        if opened is None or (opened.st_dev, opened.st_ino) != (status.st_dev, status.st_ino):
+            os.close(fd)  # another file at this path since it was listed: the next look sees it
             return
         self.events.resolved(path)
         self._start(path, fd)
@@ -274,7 +286,7 @@ class FileTailer:
 
     def _open_fd(self, path: str) -> int | None:
         try:
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            return open_file(path)
         except FileNotFoundError:
             return None
         except OSError as error:

@@ -72,6 +72,13 @@ def add_offline_commands(commands: Any) -> None:
     add_rules_option(scan)
     scan.add_argument("--no-rules", action="store_true", help="only the summary, no findings")
     scan.add_argument(
+        "--follow-links",
+        action="store_true",
+        help="follow links to files found in the tree, but only to a file inside the tree "
+        "owned by the link's owner (default: links are skipped and said, so that no one can "
+        "make a scan run as root read a file the link names)",
+    )
+    scan.add_argument(
         "--context",
         type=_non_negative,
         default=50,

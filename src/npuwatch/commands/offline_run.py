@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -21,6 +22,8 @@ from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.sinks.console import TableFormatter, to_json_line
 from npuwatch.terminal import Palette, ProgressLine, wants_colour
+from npuwatch.tree_walk import LinkPolicy
+from npuwatch.untrusted_files import open_binary
 
 
 def _clock(args: argparse.Namespace) -> LocalClock:
@@ -51,11 +54,13 @@ def run_parse(args: argparse.Namespace) -> int:
             status = EXIT_USAGE
             continue
         try:
-            reference_us = year_reference_us(path, path.stat().st_mtime_ns // 1000)
-            records = iter_records(
-                read_chunks(path), clock, str(path), args.host, reference_us=reference_us
-            )
-            _print_records(records, table)
+            with open_binary(path, named=True) as handle:
+                modified_us = os.fstat(handle.fileno()).st_mtime_ns // 1000
+                reference_us = year_reference_us(handle, modified_us)
+                records = iter_records(
+                    read_chunks(handle), clock, str(path), args.host, reference_us=reference_us
+                )
+                _print_records(records, table)
         except BrokenPipeError:
             raise
         except OSError as failure:
@@ -77,7 +82,12 @@ def _print_records(records: Iterable[Record], table: TableFormatter | None) -> N
 
 def run_scan(args: argparse.Namespace) -> int:
     clock = _clock(args)
-    root = Path(args.root) if args.root else default_log_root()
+    if args.root == "":
+        fail("scan was given an empty path: give a log tree, or no path for the default one")
+    root = Path(args.root) if args.root is not None else default_log_root()
+    link_problem = _link_problem(root)
+    if link_problem is not None:
+        fail(f"cannot read {root}: {link_problem}")
     if not root.exists():
         fail(
             f"log tree {root} does not exist: give the folder that holds debug/ and run/ "
@@ -95,6 +105,7 @@ def run_scan(args: argparse.Namespace) -> int:
             host=args.host,
             progress=progress.update,
             engine=engine,
+            links=LinkPolicy(follow=args.follow_links),
         )
     except HostOnCollection as refusal:
         fail(str(refusal))
@@ -128,7 +139,20 @@ def default_log_root() -> Path:
     return root.path
 
 
+def _link_problem(path: Path) -> str | None:
+    """What is wrong with `path` when it is a link that leads nowhere (a loop, nothing)."""
+    try:
+        path.stat()
+    except OSError as error:
+        if path.is_symlink():
+            return "a link loop" if error.errno == errno.ELOOP else "a link to nothing"
+    return None
+
+
 def _unreadable(path: Path) -> str | None:
+    link_problem = _link_problem(path)
+    if link_problem is not None:
+        return f"cannot read {path}: {link_problem}"
     if not path.exists():
         return f"cannot read {path}: no such file (check the path)"
     if path.is_dir():

@@ -76,6 +76,13 @@ class SourcesSection(BaseModel):
         description="shell patterns on the path relative to its root, and on the name, of "
         "files to leave out; exclude wins over include",
     )
+    follow_links: bool = Field(
+        default=False,
+        description="follow links to files found under the roots; only to a regular file "
+        "inside the roots owned by the link's owner (links to folders are never followed). "
+        "Off: a link is skipped and said once, so that no user can make the agent read, as "
+        "root, a file the link names",
+    )
     watch: bool = Field(
         default=True,
         description="notice new, moved and deleted files at once through inotify (growth of open "

@@ -15,6 +15,7 @@ from npuwatch.analysis.doctor.host import DoctorOptions, Host
 from npuwatch.analysis.doctor.report import Check, Status
 from npuwatch.analysis.doctor.wording import count_of, human_age, human_bytes, human_rate
 from npuwatch.cann_roots import host_log_root
+from npuwatch.tree_walk import walk_folders
 
 FAST_GROWTH_BYTES_PER_S = 1 << 20
 """Faster than this is a DEBUG or INFO level left on (ERROR logging writes far less)."""
@@ -52,7 +53,7 @@ def snapshot(folder: Path) -> FolderSnapshot:
     """Every regular file under `folder`; files that vanish while being looked at are skipped."""
     sizes: dict[str, int] = {}
     newest: float | None = None
-    for parent, _, names in os.walk(folder):
+    for parent, _, names in walk_folders(str(folder)):
         for name in names:
             path = os.path.join(parent, name)  # noqa: PTH118 - os.walk gives strings; fast path
             try:

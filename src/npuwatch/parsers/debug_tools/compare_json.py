@@ -26,6 +26,7 @@ from npuwatch.parsers.debug_tools.compare_rows import (
 )
 from npuwatch.parsers.debug_tools.table_files import decode
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.untrusted_files import read_file
 
 _NAME_KEYS = ("NPU Name", "npu_name", "op_name", "name", "api_name", "NPU_Name")
 _RANK_KEY = re.compile(r"^rank_?(\d+)$", re.IGNORECASE)
@@ -37,7 +38,7 @@ def read_compare_json(path: Path) -> list[CompareTable]:
     kind = "diff_analyze" if path.name.startswith("diff_analyze") else "first_mismatch"
     problems = ProblemList(str(path))
     try:
-        document = json.loads(decode(path.read_bytes()))
+        document = json.loads(decode(read_file(path)))
     except OSError as failure:
         problems.add(0, f"cannot read: {failure.strerror or failure}")
         return [CompareTable(str(path), kind, rank_of(path), [], problems.finish())]

@@ -37,6 +37,7 @@ from npuwatch.parsers.debug_tools.monitor_files import (
     statistics_files,
 )
 from npuwatch.parsers.debug_tools.table_files import decode
+from npuwatch.untrusted_files import read_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -180,7 +181,7 @@ def _table(
 def _read_anomalies(path: Path, problems: list[str]) -> list[Anomaly]:
     source = str(path)
     try:
-        document = json.loads(decode(path.read_bytes()))
+        document = json.loads(decode(read_file(path)))
     except OSError as failure:
         problems.append(f"{source}:0: cannot read: {failure.strerror}")
         return []

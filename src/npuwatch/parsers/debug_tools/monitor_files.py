@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from npuwatch.parsers.debug_tools.table_files import decode
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.untrusted_files import open_binary, read_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,7 +105,8 @@ def read_statistics(path: Path, problems: ProblemList) -> pd.DataFrame | None:
                 # commas further down: read it again with the types guessed and the spaces
                 # skipped, and let the checks below name the lines.
                 caught.clear()
-                frame = pd.read_csv(path, dtype={"name": "category"}, **_READ_OPTIONS)
+                with open_binary(path) as handle:
+                    frame = pd.read_csv(handle, dtype={"name": "category"}, **_READ_OPTIONS)
         except pd.errors.EmptyDataError:
             problems.add(1, "empty file")
             return None
@@ -136,15 +138,17 @@ def _quick_read(path: Path, caught: list[warnings.WarningMessage]) -> pd.DataFra
     """
     import pandas as pd  # noqa: PLC0415 - the agent never reads monitor CSVs
 
-    with path.open("rb") as file:
+    with open_binary(path) as file:
         start = file.read(_SNIFFED_BYTES)
-    spaced = b", " in start or b",\t" in start
-    options = {**_READ_OPTIONS, "skipinitialspace": spaced}
-    header = pd.read_csv(path, nrows=0, **options).columns
-    try:
-        frame: pd.DataFrame = pd.read_csv(path, dtype=_declared_types(header), **options)
-    except (ValueError, OverflowError):
-        return None
+        spaced = b", " in start or b",\t" in start
+        options = {**_READ_OPTIONS, "skipinitialspace": spaced}
+        file.seek(0)
+        header = pd.read_csv(file, nrows=0, **options).columns
+        file.seek(0)
+        try:
+            frame: pd.DataFrame = pd.read_csv(file, dtype=_declared_types(header), **options)
+        except (ValueError, OverflowError):
+            return None
     if spaced:
         return frame
     names = [column for column in frame.columns if str(column).strip() == "name"]
@@ -206,7 +210,7 @@ def _damaged_rows(
     problems: ProblemList,
 ) -> pd.Series:
     """`bad` with the short rows added; a problem for each, naming its line."""
-    lines = decode(path.read_bytes()).splitlines()
+    lines = decode(read_file(path)).splitlines()
     numbered = [number for number, line in enumerate(lines, 1) if line.strip()]
     data_lines = [number for number in numbered[1:] if number not in skipped_lines]
     width = len(next(csv.reader([lines[numbered[0] - 1]])))

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npuwatch.untrusted_files import read_file
+
 _README_LINE = re.compile(
     r"^\s*(?P<folder>\S+)\s+(?P<code>\S+)\s+device_id=(?P<device>\S*)\s+core_id=(?P<core>\S*)"
     r"\s+task_id=(?P<task>\S*)\s+node=(?P<node>.*?)\s+kernel=(?P<kernel>.*?)\s*$"
@@ -224,7 +226,7 @@ def _instructions(lines: list[tuple[int, str]]) -> list[str]:
 
 def _text(path: Path, problems: list[str]) -> str | None:
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        return read_file(path).decode("utf-8", errors="replace")
     except OSError as failure:
         problems.append(f"{path}:0: cannot read: {failure.strerror}")
         return None

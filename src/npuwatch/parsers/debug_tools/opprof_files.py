@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.untrusted_files import read_file
 
 EMPTY_CELLS = frozenset({"", "NA", "N/A"})
 
@@ -42,7 +43,7 @@ def read_opprof_csv(path: Path, problems: list[str]) -> OpProfCsv:
     listed = ProblemList(str(path))
     rows = OpProfCsv(str(path), [], [])
     try:
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+        text = read_file(path).decode("utf-8-sig", errors="replace")
     except OSError as failure:
         problems.append(f"{path}: cannot read ({failure.strerror or failure})")
         return rows

@@ -15,6 +15,7 @@ from typing import Any
 
 from npuwatch.parsers.debug_tools.opprof_files import EMPTY_CELLS, OpProfCsv, cell_number
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.untrusted_files import read_file
 
 METRICS = (
     "ArithmeticUtilization",
@@ -145,7 +146,7 @@ def with_dump(basic: OpBasicInfo, path: Path, problems: list[str]) -> OpBasicInf
     if not path.is_file():
         return basic
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = read_file(path).decode("utf-8", errors="replace")
     except OSError as failure:
         problems.append(f"{path}: cannot read ({failure.strerror or failure})")
         return basic

@@ -36,6 +36,7 @@ from npuwatch.parsers.debug_tools.opprof_comm import (
     link_totals,
     number,
 )
+from npuwatch.untrusted_files import read_file
 
 GAPS_KEPT = 5
 """The longest idle gaps kept of a trace."""
@@ -118,7 +119,7 @@ class OpTrace:
 def read_trace(path: Path, problems: list[str]) -> OpTrace | None:
     """The trace at `path`; None (and a problem) when it cannot be read or holds no events."""
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = read_file(path).decode("utf-8", errors="replace")
     except OSError as failure:
         problems.append(f"{path}: cannot read ({failure.strerror or failure})")
         return None

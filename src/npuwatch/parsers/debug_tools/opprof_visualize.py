@@ -17,6 +17,7 @@ file ends the read with a problem and never with an exception or a huge allocati
 from __future__ import annotations
 
 import json
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any, BinaryIO
 
 from npuwatch.parsers.debug_tools.opprof_comm import number
 from npuwatch.parsers.debug_tools.opprof_trace import OpTrace, parse_trace
+from npuwatch.untrusted_files import open_binary
 
 HEADER = struct.Struct("<QBBBB")
 """contentSize, type, padding, version, reserved: `#pragma pack(4)`, 12 bytes."""
@@ -98,8 +100,8 @@ class VisualizeData:
 def read_visualize(path: Path, problems: list[str]) -> VisualizeData | None:
     """The blocks of `path` up to the end or the first damaged one; None when unreadable."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
+        with open_binary(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
             return _read_blocks(handle, size, str(path), problems)
     except OSError as failure:
         problems.append(f"{path}: cannot read ({failure.strerror or failure})")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.parsers.debug_tools.table_files import decode
+from npuwatch.untrusted_files import read_file
 
 _RANK_KEY = re.compile(r"^rank_?(\d+)$", re.IGNORECASE)
 _STATISTICS = ("Max", "Min", "Mean", "Norm")
@@ -55,7 +56,7 @@ def read_anomaly_analyze(path: Path) -> OverflowFile:
     """The nodes of an `anomaly_analyze_*.json`; problems instead of errors when damaged."""
     source = str(path)
     try:
-        document = json.loads(decode(path.read_bytes()))
+        document = json.loads(decode(read_file(path)))
     except OSError as failure:
         return OverflowFile(source, problems=[f"{source}:0: cannot read: {failure.strerror}"])
     except json.JSONDecodeError as failure:

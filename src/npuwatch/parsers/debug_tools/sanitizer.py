@@ -49,6 +49,7 @@ from npuwatch.parsers.debug_tools.sanitizer_records import (
     SanitizerRecord,
     SanitizerReport,
 )
+from npuwatch.untrusted_files import read_file
 
 __all__ = [
     "KINDS_BY_MESSAGE",
@@ -158,7 +159,7 @@ def read_sanitizer_report(path: Path, name: str | None = None) -> SanitizerRepor
     path); a file that cannot be read is an empty report with one problem."""
     source = name or str(path)
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except OSError as failure:
         return SanitizerReport(source, problems=[f"{source}:0: cannot read: {failure.strerror}"])
     return parse_sanitizer_text(data.decode("utf-8", errors="replace"), source)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.untrusted_files import open_binary, read_file
 
 
 def read_table(path: Path, problems: ProblemList) -> list[tuple[int, list[Any]]]:
@@ -24,7 +25,7 @@ def read_table(path: Path, problems: ProblemList) -> list[tuple[int, list[Any]]]
         sheets = read_workbook(path, problems)
         return next(iter(sheets.values()), [])
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except OSError as failure:
         problems.add(0, f"cannot read: {failure.strerror or failure}")
         return []
@@ -69,7 +70,13 @@ def read_workbook(path: Path, problems: ProblemList) -> dict[str, list[tuple[int
     from python_calamine import CalamineWorkbook  # noqa: PLC0415 - .xlsx only
 
     try:
-        book = CalamineWorkbook.from_path(str(path))
+        handle = open_binary(path)
+    except OSError as failure:
+        problems.add(0, f"cannot read: {failure.strerror or failure}")
+        return {}
+    try:
+        with handle:  # calamine reads the whole workbook from it at once
+            book = CalamineWorkbook.from_filelike(handle)
     except Exception as failure:  # calamine raises its own kinds on a damaged file
         problems.add(0, f"not a readable .xlsx workbook ({type(failure).__name__}: {failure})")
         return {}

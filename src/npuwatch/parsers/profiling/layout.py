@@ -16,11 +16,12 @@ No pandas and no parsing here: the agent uses this module to notice runs and the
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from npuwatch.tree_walk import walk_folders
 
 TORCH_OUTPUT = "ASCEND_PROFILER_OUTPUT"
 MSPROF_OUTPUT = "mindstudio_profiler_output"
@@ -91,7 +92,7 @@ def find_profile_runs(root: Path) -> list[Path]:
     if itself is not None:
         return [itself]
     runs: list[Path] = []
-    for folder, names, _ in os.walk(root):
+    for folder, names, _ in walk_folders(str(root)):
         here = Path(folder)
         descend = []
         for name in sorted(names):

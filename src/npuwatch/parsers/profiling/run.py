@@ -31,6 +31,7 @@ from npuwatch.parsers.profiling.steps import parse_msprof_step_trace, parse_step
 from npuwatch.parsers.profiling.tables import ParsedTable
 from npuwatch.parsers.profiling.task_time import parse_task_time
 from npuwatch.parsers.profiling.trace import device_of_trace, parse_trace
+from npuwatch.untrusted_files import read_file
 
 Progress = Callable[[int, int, int], None]
 """Called after each file with (files done, files in all, bytes read)."""
@@ -254,7 +255,7 @@ def _incomplete(files: RunFiles) -> str:
 
 def _read(path: Path, problems: list[str], counter: _Counter | None) -> bytes | None:
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except OSError as failure:
         problems.append(f"{path}: cannot read ({failure.strerror or failure})")
         data = None
