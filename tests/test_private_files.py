@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from npuwatch.durable_files import write_atomically
 from npuwatch.private_files import (
+    UnsafeFolder,
     create_private,
     make_private,
     private_directory,
@@ -33,10 +33,50 @@ def test_a_new_folder_and_its_missing_parents_are_0700(tmp_path: Path) -> None:
 
 def test_an_existing_folder_of_an_older_version_is_tightened_to_0700(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    state.mkdir(0o777)
-    assert mode_of(state) == 0o777
+    state.mkdir(0o755)
+    assert mode_of(state) == 0o755
     private_directory(state)
     assert mode_of(state) == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777, 0o720])
+def test_a_folder_others_can_write_in_is_refused_and_left_as_it_is(
+    tmp_path: Path, mode: int
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(mode)
+    with pytest.raises(UnsafeFolder, match="writable by others"):
+        private_directory(state)
+    assert mode_of(state) == mode
+
+
+def test_a_folder_below_one_others_can_write_in_without_the_sticky_bit_is_refused(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(UnsafeFolder, match="shared is writable by others"):
+        private_directory(shared / "state")
+    assert not (shared / "state").exists()
+
+
+def test_a_new_folder_in_a_sticky_folder_such_as_tmp_is_made_and_private(tmp_path: Path) -> None:
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    private_directory(sticky / "npuwatch")
+    assert mode_of(sticky / "npuwatch") == 0o700
+
+
+def test_a_link_of_this_users_own_to_the_state_folder_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir(0o755)
+    (tmp_path / "state").symlink_to(tmp_path / "elsewhere")
+    # A link of this user's own is followed (folder_problem); the folder made private is the
+    # one it names, through a descriptor, never the link.
+    private_directory(tmp_path / "state")
+    assert mode_of(tmp_path / "elsewhere") == 0o700
 
 
 def test_an_existing_folder_chosen_for_one_file_is_left_as_it_is(tmp_path: Path) -> None:
@@ -47,22 +87,9 @@ def test_an_existing_folder_chosen_for_one_file_is_left_as_it_is(tmp_path: Path)
     assert (mode_of(shared), mode_of(shared / "dead-letter")) == (0o755, 0o700)
 
 
-def test_a_shared_folder_with_the_sticky_bit_is_left_as_it_is_with_a_warning(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    shared = tmp_path / "tmp"
-    shared.mkdir()
-    shared.chmod(0o1777)
-    with caplog.at_level(logging.WARNING):
-        private_directory(shared)
-    assert mode_of(shared) == 0o1777
-    assert [r.levelname for r in caplog.records] == ["WARNING"]
-    assert "sticky bit" in caplog.records[0].getMessage()
-
-
 def test_a_file_where_the_folder_should_be_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "state").write_text("x")
-    with pytest.raises(NotADirectoryError):
+    with pytest.raises(UnsafeFolder, match="is not a folder"):
         private_directory(tmp_path / "state")
 
 

@@ -12,13 +12,15 @@ import contextlib
 import os
 from pathlib import Path
 
-from npuwatch.private_files import create_private
+from npuwatch.private_files import create_new_private
 
 
 def write_synced(path: Path, data: bytes) -> None:
-    """Write `data` to a new file at `path` (its folder made when missing) and sync it."""
+    """Write `data` to a new file at `path` (its folder made when missing) and sync it; a file
+    or a link already there is an error (FileExistsError), never followed or overwritten."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("wb") as out:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags, 0o644), "wb") as out:
         out.write(data)
         out.flush()
         os.fsync(out.fileno())
@@ -37,18 +39,23 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data` (mode 0600) so that a crash leaves either the old or the new
     content: temp file, fsync, rename, fsync the folder.
 
+    The temporary file has a name no one could guess, made with O_EXCL | O_NOFOLLOW: a link
+    planted beside `path` is never written through, and the rename replaces a link at `path`
+    itself, not what it names.
+
     Raises OSError when the disk refuses (full, read-only); the temp file is removed then, so a
     full disk leaves nothing behind but the old file."""
-    temporary = path.with_name(f".{path.name}.tmp")
+    temporary: Path | None = None
     try:
-        descriptor = create_private(temporary, os.O_WRONLY | os.O_TRUNC)
+        descriptor, temporary = create_new_private(path.parent, f".{path.name}.")
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         temporary.replace(path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
         raise
     sync_folder(path.parent)

@@ -1,26 +1,48 @@
-"""Files and folders of the agent's state that only its own user may read, whatever the umask.
+"""Files and folders of npuwatch's own state: only its user may read them, no one else may
+change them, whatever the umask and whoever made the folder first.
 
 The journal holds whole log lines (paths, host names, the text of every record), and the other
 state files say what was read and shipped, so the state directory and every folder in it are
-0700 and every file the agent writes there 0600. Modes are set explicitly after creation, not
-left to the umask, so that a service started under `umask 000` (or 022) gets the same modes.
+0700 and every file the agent writes there 0600. Modes are set on the open descriptor, not left
+to the umask and never through a path (a link planted at the path would take the chmod).
+
+A state folder another user owns or can write in is refused (`UnsafeFolder`), as ssh refuses a
+key others can change: that user could plant a link where a temporary file or the cursors are
+written, and a root process would then write, or change the mode of, whatever the link names.
+Files are created with O_EXCL | O_NOFOLLOW where they are new, and O_NOFOLLOW where they are
+opened again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import stat
 from pathlib import Path
 
+from npuwatch.untrusted_files import UnsafeFile, user_name
+
 PRIVATE_DIRECTORY = 0o700
 PRIVATE_FILE = 0o600
 
-log = logging.getLogger(__name__)
-
 _WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class UnsafeFolder(OSError):
+    """A folder npuwatch will not keep state in; str() is one line that says why and what to
+    do."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(errno.EPERM, problem, str(path))
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return (
+            f"cannot keep npuwatch's state in {self.filename}: {self.problem}; give a folder "
+            f"that only this user owns and can write (the default is /var/lib/npuwatch)"
+        )
 
 
 def folder_problem(path: Path, uid: int | None = None) -> str | None:
@@ -48,7 +70,7 @@ def folder_problem(path: Path, uid: int | None = None) -> str | None:
             return f"{candidate} cannot be examined ({error.strerror or error})"
         if stat.S_ISLNK(status.st_mode):
             if status.st_uid not in trusted:
-                return f"{candidate} is a link owned by {_user_name(status.st_uid)}"
+                return f"{candidate} is a link owned by {user_name(status.st_uid)}"
             try:
                 current = candidate.resolve(strict=True)
                 status = current.stat()
@@ -61,78 +83,115 @@ def folder_problem(path: Path, uid: int | None = None) -> str | None:
             return f"{current} is not a folder"
         owner_ok = status.st_uid == uid if last else status.st_uid in trusted
         if not owner_ok:
-            return f"{current} is owned by {_user_name(status.st_uid)}"
+            return f"{current} is owned by {user_name(status.st_uid)}"
         if status.st_mode & _WRITABLE_BY_OTHERS and (last or not status.st_mode & stat.S_ISVTX):
             return f"{current} is writable by others (mode {stat.S_IMODE(status.st_mode):o})"
     return None
 
 
-def _user_name(uid: int) -> str:
-    try:
-        import pwd  # noqa: PLC0415 - Unix only, like the rest of this module's checks
-
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except (ImportError, KeyError):
-        return f"uid {uid}"
-
-
 def private_directory(path: Path, tighten: bool = True) -> None:
-    """Create `path` and its missing parents as 0700 folders, and (`tighten`) make an existing
-    `path` 0700: one an older version created with the umask's mode. A folder the operator
-    chose for one file (a dead-letter file's) is not tightened: it may be shared.
-
-    A folder with the sticky bit (/tmp, /var/tmp) is shared by design, and one of another user
-    is not the agent's to change: both are left as they are, with a warning (what the agent
-    writes inside is private anyway)."""
+    """Create `path` and its missing parents as 0700 folders, or check an existing one: it must
+    pass `folder_problem` (UnsafeFolder when it does not), and (`tighten`) an existing `path`
+    readable by others (an older version made it with the umask's mode) is made 0700. A folder
+    the operator chose for one file (a dead-letter file's) is not tightened: it may be read by
+    others, as long as no one else can write in it."""
+    problem = folder_problem(path)
+    if problem is not None:
+        raise UnsafeFolder(path, problem)
     missing: list[Path] = []
     folder = path
-    while not folder.exists() and folder.parent != folder:
+    while not os.path.lexists(folder) and folder.parent != folder:
         missing.append(folder)
         folder = folder.parent
     for folder in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):  # made by another process meanwhile
             folder.mkdir(PRIVATE_DIRECTORY)
-        except FileExistsError:  # made by another process meanwhile
-            if not folder.is_dir():
-                raise
-        folder.chmod(PRIVATE_DIRECTORY)
-    if missing or not tighten:
+        _set_folder_mode(folder)
+    if missing:
+        problem = folder_problem(path)  # made meanwhile by someone else?
+        if problem is not None:
+            raise UnsafeFolder(path, problem)
         return
-    if not path.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(path))
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode == PRIVATE_DIRECTORY:
-        return
-    problem = "a shared folder (sticky bit)" if mode & stat.S_ISVTX else None
-    if problem is None:
-        try:
-            path.chmod(PRIVATE_DIRECTORY)
-        except PermissionError as error:
-            problem = error.strerror or str(error)
-    if problem is not None:
-        log.warning(
-            "%s (mode %o) is not made private: %s; give the agent a folder of its own (the "
-            "files it writes there are readable only by its user)",
-            path,
-            mode,
-            problem,
-        )
+    if tighten:
+        # Any link on the way is root's or this user's (folder_problem): no one else can swap it.
+        _set_folder_mode(path.resolve())
+
+
+def _set_folder_mode(folder: Path) -> None:
+    """Make the folder `folder` 0700 through a descriptor (never through a link)."""
+    try:
+        descriptor = os.open(folder, _FOLDER_FLAGS)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafeFolder(folder, "not a folder (a link or a file)") from None
+        raise
+    try:
+        status = os.fstat(descriptor)
+        if status.st_uid != os.geteuid():
+            raise UnsafeFolder(folder, f"owned by {user_name(status.st_uid)}")
+        if stat.S_IMODE(status.st_mode) != PRIVATE_DIRECTORY:
+            os.fchmod(descriptor, PRIVATE_DIRECTORY)
+    finally:
+        os.close(descriptor)
 
 
 def make_private(path: Path) -> None:
-    """Make an existing file 0600 (written by an older version); nothing when it is missing."""
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_IMODE(path.stat().st_mode) != PRIVATE_FILE:
-            path.chmod(PRIVATE_FILE)
+    """Make an existing file 0600 (written by an older version); nothing when it is missing.
+    The mode is set on the open file: a link at `path` is refused, not followed."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UnsafeFile(path, "a link where npuwatch keeps a file of its own") from None
+        raise
+    try:
+        _check_own_file(descriptor, path)
+        if stat.S_IMODE(os.fstat(descriptor).st_mode) != PRIVATE_FILE:
+            os.fchmod(descriptor, PRIVATE_FILE)
+    finally:
+        os.close(descriptor)
 
 
 def create_private(path: Path, flags: int = os.O_WRONLY) -> int:
-    """Open `path`, creating it 0600 when missing (an existing file is made 0600 too); the file
-    descriptor."""
-    descriptor = os.open(path, flags | os.O_CREAT, PRIVATE_FILE)
+    """Open `path` (never through a link), creating it 0600 when missing; an existing file must
+    be a regular file of this user and is made 0600 too. The file descriptor."""
     try:
+        descriptor = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UnsafeFile(path, "a link where npuwatch keeps a file of its own") from None
+        raise
+    try:
+        _check_own_file(descriptor, path)
         os.fchmod(descriptor, PRIVATE_FILE)  # the umask may have taken bits off, never added
     except BaseException:
         os.close(descriptor)
         raise
     return descriptor
+
+
+def create_new_private(folder: Path, prefix: str) -> tuple[int, Path]:
+    """A new 0600 file in `folder` with a name no one could have guessed (O_EXCL | O_NOFOLLOW,
+    as tempfile.mkstemp makes it); its descriptor and path."""
+    import tempfile  # noqa: PLC0415 - only where a temporary file is written
+
+    descriptor, name = tempfile.mkstemp(dir=folder, prefix=prefix)
+    try:
+        os.fchmod(descriptor, PRIVATE_FILE)
+    except BaseException:
+        os.close(descriptor)
+        Path(name).unlink(missing_ok=True)
+        raise
+    return descriptor, Path(name)
+
+
+def _check_own_file(descriptor: int, path: Path) -> None:
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):
+        raise UnsafeFile(path, "not a regular file, where npuwatch keeps a file of its own")
+    if status.st_uid != os.geteuid():
+        raise UnsafeFile(
+            path, f"a file of {user_name(status.st_uid)}, where npuwatch keeps its own"
+        )

@@ -427,7 +427,7 @@ def test_a_journal_an_older_version_made_with_the_umask_modes_is_tightened_at_op
     aside = directory / "quarantine" / "segment-00000009.db.20250914T120000"
     aside.write_bytes(b"damaged")
     for path in (directory, directory / "quarantine"):
-        path.chmod(0o777)
+        path.chmod(0o755)
     for path in (segment_path(directory, 1), aside):
         path.chmod(0o644)
     with opened(directory):

@@ -23,6 +23,7 @@ from typing import Any
 from npuwatch.agent.runtime import Agent
 from npuwatch.agent.topology import Topology, build
 from npuwatch.config import Config, config_path_from, load_config
+from npuwatch.private_files import UnsafeFolder
 from npuwatch.problems import Problems
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
 from npuwatch.sinks.search.engine import quiet_client_logs
@@ -58,6 +59,8 @@ def run_agent(args: argparse.Namespace) -> int:
     topology = _build(args)
     try:
         agent = Agent(topology)
+    except UnsafeFolder as refusal:
+        raise Problems([str(refusal)]) from None
     except (OSError, sqlite3.Error) as error:
         raise Problems(
             [f"cannot start: {error} (is the state directory writable and not full?)"]
