@@ -189,10 +189,10 @@ def _through_link(
         walk.problems.append(WalkProblem(path, problem, "link_not_followed"))
         return None
     why = None
-    if not any(_inside(target, root) for root in real_roots):
-        why = "a link to a file outside the folders walked, not followed"
-    elif status.st_uid != link.st_uid:
+    if status.st_uid != link.st_uid:
         why = f"a link to a file of {user_name(status.st_uid)}, not followed"
+    elif not any(_inside(target, root) for root in real_roots):
+        why = "a link to a file outside the folders walked, not followed"
     if why is not None:
         walk.problems.append(WalkProblem(path, why, "link_not_followed"))
         return None

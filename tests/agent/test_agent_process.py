@@ -78,6 +78,7 @@ def start_agent(
     extra: tuple[str, ...] = (),
     watchdog_usec: int | None = None,
     settings: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """The agent on `tmp_path/logs`, with fast timings; `settings`: NPUWATCH_* overrides."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("NPUWATCH_")}
@@ -107,7 +108,9 @@ def start_agent(
         *extra,
     ]
     (tmp_path / "logs").mkdir(exist_ok=True)
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
+    )
 
 
 def journal_lines(tmp_path: Path) -> Counter[str]:

@@ -1,6 +1,6 @@
 """Reading something big in a child interpreter, for the importers that must not load pandas.
 
-The profiling and debugging-tools importers each run `python -m <their digest module> ARGS`,
+The profiling and debugging-tools importers each run `python -I -m <their digest module> ARGS`,
 which prints one JSON document and exits, giving its memory back to the host; this is the
 parent's side of it, the same for both.
 """
@@ -22,10 +22,14 @@ def read_in_child(module: str, arguments: list[str], timeout_s: float) -> Any:
     last error line, or the time it overran, when it did not)."""
     try:
         done = subprocess.run(
-            [sys.executable, "-m", module, *arguments],
+            # -I: the child imports npuwatch as installed, never a ./npuwatch/ of the folder
+            # the agent runs in nor one that PYTHONPATH names, and reads no user site folder;
+            # the folder it starts in is fixed for the same reason.
+            [sys.executable, "-I", "-m", module, *arguments],
             capture_output=True,
             timeout=timeout_s,
             check=False,
+            cwd="/",
         )
     except subprocess.TimeoutExpired as error:
         raise DigestFailed(f"reading it took longer than {timeout_s:g} s") from error

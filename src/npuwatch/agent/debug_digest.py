@@ -6,7 +6,7 @@ summary` (analysis/debug_findings.py); the agent lives for months next to traini
 neither load pandas nor keep the memory, so a child reads the output, prints its digest as JSON
 and exits:
 
-    python -m npuwatch.agent.debug_digest KIND PATH     # one JSON document on stdout
+    python -I -m npuwatch.agent.debug_digest KIND PATH     # one JSON document on stdout
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from npuwatch.analysis.debug_findings import OutputDigest, digest_output
 
 def digest_in_child(kind: str, path: Path, timeout_s: float = 600.0) -> OutputDigest:
     """`digest_output(kind, path)` in a child interpreter (see the module docstring)."""
-    document = read_in_child("npuwatch.agent.debug_digest", [kind, str(path)], timeout_s)
+    document = read_in_child("npuwatch.agent.debug_digest", [kind, str(path.absolute())], timeout_s)
     return OutputDigest(**document)
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        sys.stderr.write("usage: python -m npuwatch.agent.debug_digest KIND PATH\n")
+        sys.stderr.write("usage: python -I -m npuwatch.agent.debug_digest KIND PATH\n")
         return 2
     try:
         digest = digest_output(argv[0], Path(argv[1]))

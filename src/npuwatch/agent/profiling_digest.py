@@ -6,7 +6,7 @@ months, and a Python process seldom gives such memory back; so a child process r
 and prints its digest as JSON (the operator table, the mean step, the cube utilisation), and
 exits, returning the memory. The agent itself never imports pandas.
 
-    python -m npuwatch.agent.profiling_digest RUN_FOLDER     # one JSON document on stdout
+    python -I -m npuwatch.agent.profiling_digest RUN_FOLDER     # one JSON document on stdout
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def digest_runs(folder: Path) -> list[RunDigest]:
 
 def digests_in_child(folder: Path, timeout_s: float = 600.0) -> list[RunDigest]:
     """`digest_runs(folder)` in a child interpreter (see the module docstring)."""
-    document = read_in_child("npuwatch.agent.profiling_digest", [str(folder)], timeout_s)
+    document = read_in_child("npuwatch.agent.profiling_digest", [str(folder.absolute())], timeout_s)
     return [RunDigest(**run) for run in document["runs"]]
 
 
@@ -100,7 +100,7 @@ def _first_start_us(run: ProfileRun) -> int | None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        sys.stderr.write("usage: python -m npuwatch.agent.profiling_digest RUN_FOLDER\n")
+        sys.stderr.write("usage: python -I -m npuwatch.agent.profiling_digest RUN_FOLDER\n")
         return 2
     try:
         digests = digest_runs(Path(argv[0]))
