@@ -10,7 +10,7 @@ _EXAMPLES = """\
 examples:
   npuwatch agent                                  # /etc/npuwatch/npuwatch.toml, or the defaults
   npuwatch agent --config ./npuwatch.toml --console
-  npuwatch agent --root ~/ascend/log --state-directory /tmp/npuwatch --console
+  npuwatch agent --root ~/ascend/log --state-directory ~/.local/state/npuwatch --console
 
 The agent follows every CANN log under its roots (by default $ASCEND_PROCESS_LOG_PATH, else
 $ASCEND_WORK_PATH/log, ~/ascend/log of the configured users and /var/log/npu/slog), parses each
