@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.collector.npu_smi_command import DEFAULT_COMMAND
+from npuwatch.untrusted_files import read_file
 
 
 def installed_version(distribution: str) -> str | None:
@@ -106,9 +107,14 @@ def exists(path: Path) -> bool:
         return False
 
 
+SMALL_FILE_BYTES = 1 << 20
+"""What doctor reads of a version or settings file at most."""
+
+
 def read_text(path: Path) -> str | None:
-    """The text of a small file, or None when it cannot be read (absent, a folder, no right)."""
+    """The text of a small file, or None when it cannot be read (absent, a folder, no right,
+    a FIFO, a link another user planted: untrusted_files)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_file(path, limit=SMALL_FILE_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
