@@ -115,6 +115,30 @@ def read_text(path: StrPath, named: bool = False) -> str:
     return read_file(path, named).decode("utf-8")
 
 
+def read_trusted_file(path: StrPath) -> bytes:
+    """The bytes of a file whose content decides what npuwatch does (its configuration, a rule
+    pack), as an operator named it: refused (UnsafeFile) when a user other than root or this
+    process's could change it (its owner, or write permission for its group or others), as
+    Filebeat refuses such a configuration: whoever can change it can make npuwatch, as root,
+    read what it should not and ship it where they like."""
+    with open_binary(path, named=True) as handle:
+        status = os.fstat(handle.fileno())
+        problem = change_problem(status)
+        if problem is not None:
+            raise UnsafeFile(path, f"{problem}: chmod go-w and chown it to root, or this user")
+        return handle.read()
+
+
+def change_problem(status: os.stat_result) -> str | None:
+    """Why a file with `status` could be changed by a user other than root or this process's
+    (in words), or None."""
+    if status.st_uid not in (0, os.geteuid()):
+        return f"owned by {user_name(status.st_uid)}"
+    if status.st_mode & _WRITABLE_BY_OTHERS:
+        return f"writable by others (mode {stat.S_IMODE(status.st_mode):o})"
+    return None
+
+
 def _check_regular(descriptor: int, path: str) -> os.stat_result:
     status = os.fstat(descriptor)
     if not stat.S_ISREG(status.st_mode):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from npuwatch.problems import Problems
+from npuwatch.untrusted_files import read_trusted_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -95,10 +96,15 @@ def load_model(model: type[Model], path: Path | None, environ: Mapping[str, str]
         ) from None
 
 
+_STANDARD_INPUT = Path("/dev/stdin")
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     label = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # Standard input (`config check -`) is what the operator piped in: theirs to trust.
+        data = path.read_bytes() if path == _STANDARD_INPUT else read_trusted_file(path)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigUnreadable([ConfigProblem(label, "no such file")]) from None
     except OSError as error:

@@ -1,0 +1,43 @@
+"""A configuration another user could change is refused, as Filebeat refuses one: whoever can
+write it decides what the agent, as root, reads and where it ships it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.npuwatch_command import run_npuwatch
+from tests.unprivileged_user import OtherUser, other_user
+
+__all__ = ["other_user"]  # the fixture, imported for the tests below
+
+SETTINGS = '[sources]\nroots = ["/var/log/npu/slog"]\n'
+
+
+def test_a_configuration_anyone_may_write_is_refused_by_check_and_by_the_agent(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "npuwatch.toml"
+    config.write_text(SETTINGS)
+    config.chmod(0o666)
+    for command in (("config", "check", str(config)), ("agent", "--config", str(config))):
+        done = run_npuwatch(*command, timeout=60)
+        assert done.returncode == 2, done.stderr
+        # `agent` says who speaks ("npuwatch: "), `config check` lists problems bare.
+        lines = [line.removeprefix("npuwatch: ") for line in done.stderr.splitlines()]
+        assert lines == [
+            f"{config}: cannot read: writable by others (mode 666): chmod go-w and chown it to "
+            "root, or this user"
+        ]
+
+
+def test_a_configuration_another_user_owns_is_refused(
+    tmp_path: Path, other_user: OtherUser
+) -> None:
+    home = other_user.home_under(tmp_path)
+    config = other_user.write(home / "npuwatch.toml", SETTINGS)
+    done = run_npuwatch("config", "check", str(config), timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"{config}: cannot read: owned by {other_user.name} (uid {other_user.uid}): chmod go-w "
+        "and chown it to root, or this user"
+    ]
