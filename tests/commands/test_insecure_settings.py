@@ -79,7 +79,13 @@ def one_refusal(done: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize("setting", ["password_file", "api_key_file"])
-@pytest.mark.parametrize(("mode", "who"), [(0o644, "its group and others"), (0o640, "its group")])
+@pytest.mark.parametrize(
+    ("mode", "who"),
+    [
+        pytest.param(0o644, "its group and others", id="0644"),
+        pytest.param(0o640, "its group", id="0640"),
+    ],
+)
 def test_a_search_engine_secret_others_may_read_stops_the_check_the_agent_and_the_correlator(
     tmp_path: Path, config: Config, setting: str, mode: int, who: str
 ) -> None:
