@@ -385,6 +385,7 @@ def test_check_fails_like_the_agent_on_a_secret_file_it_cannot_read(
         "No such file or directory\n"
     )
     secret.write_text("s3cret\n", encoding="utf-8")
+    secret.chmod(0o600)
     assert main(["config", "check", str(path)]) == 0
     assert "s3cret" not in capsys.readouterr().out
 

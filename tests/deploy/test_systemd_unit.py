@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.install.readme_blocks import fenced_blocks
+from tests.npuwatch_command import clean_environment, run_npuwatch
 
 UNIT = REPO / "deploy" / "systemd" / "npuwatch.service"
 INSTALLED_COMMAND = "/opt/npuwatch/bin/npuwatch"
@@ -251,3 +252,113 @@ def test_systemd_analyze_verify_accepts_the_correlator_unit_without_a_word(
     returncode, complaints = verify_file(copy)
     assert complaints == []
     assert returncode == 0
+
+
+# Least privilege: what systemd lets each service do
+
+
+def exposure(unit: Path) -> float:
+    """The overall exposure `systemd-analyze security --offline=yes` rates the unit at
+    (0 = locked down, 10 = everything allowed)."""
+    result = subprocess.run(
+        [systemd_analyze(), "security", "--offline=yes", "--no-pager", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    found = re.search(
+        rf"Overall exposure level for {re.escape(unit.name)}: (\d+\.\d+)", result.stdout
+    )
+    assert found is not None, result.stdout + result.stderr
+    return float(found[1])
+
+
+@pytest.mark.integration
+def test_systemd_rates_the_agent_s_unit_at_most_4_5() -> None:
+    assert exposure(UNIT) <= 4.5
+
+
+@pytest.mark.integration
+def test_systemd_rates_the_correlator_s_unit_at_most_2_5() -> None:
+    assert exposure(CORRELATOR_UNIT) <= 2.5
+
+
+def test_the_agent_keeps_only_the_capability_to_read_every_user_s_files(unit: Unit) -> None:
+    """It reads the logs of every user and writes none of their files: no DAC_OVERRIDE."""
+    assert only(unit, "Service", "CapabilityBoundingSet") == "CAP_DAC_READ_SEARCH"
+    assert "AmbientCapabilities" not in unit["Service"]
+    assert only(unit, "Service", "NoNewPrivileges") == "yes"
+
+
+def test_the_agent_reaches_no_device_but_the_npu_s(unit: Unit) -> None:
+    assert only(unit, "Service", "DevicePolicy") == "closed"
+    allowed = unit["Service"]["DeviceAllow"]
+    assert allowed, "npu-smi needs the NPU's device nodes"
+    assert all(
+        re.fullmatch(r"/dev/(davinci\d+|davinci_manager|devmm_svm|hisi_hdc) rw", a) for a in allowed
+    )
+
+
+@pytest.mark.parametrize("unit_file", [UNIT, CORRELATOR_UNIT], ids=["agent", "correlator"])
+def test_each_service_creates_private_files_and_filters_its_system_calls(unit_file: Path) -> None:
+    service = parse_unit(unit_file.read_text(encoding="utf-8"))["Service"]
+    assert service["UMask"] == ["0077"]
+    assert service["SystemCallArchitectures"] == ["native"]
+    assert service["SystemCallFilter"] == ["@system-service", "~@privileged @resources"]
+    families = set(service["RestrictAddressFamilies"][0].split())
+    assert (
+        {"AF_UNIX", "AF_INET", "AF_INET6"}
+        <= families
+        <= {"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}
+    )
+
+
+def test_the_correlator_runs_as_a_user_of_its_own_without_capabilities(
+    correlator_unit: Unit,
+) -> None:
+    assert only(correlator_unit, "Service", "DynamicUser") == "yes"
+    assert only(correlator_unit, "Service", "CapabilityBoundingSet") == ""
+    assert "User" not in correlator_unit["Service"]
+
+
+def documented_credential_drop_in() -> dict[str, str]:
+    """The LoadCredential= and Environment= lines the correlator's unit gives in its comments
+    for the search engine's API key file."""
+    lines = [
+        line.removeprefix("#").strip()
+        for line in CORRELATOR_UNIT.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#   ")
+    ]
+    settings = dict(line.split("=", 1) for line in lines if "=" in line)
+    assert set(settings) == {"LoadCredential", "Environment"}, lines
+    return settings
+
+
+def test_the_correlator_s_credential_drop_in_lets_it_read_root_s_secret_through_a_copy(
+    tmp_path: Path,
+) -> None:
+    """What systemd does with the documented drop-in, done by hand: the secret stays where the
+    configuration names it, root's and out of reach; the copy in $CREDENTIALS_DIRECTORY (0400,
+    the service's own) is what the variable points the check at."""
+    drop_in = documented_credential_drop_in()
+    credential, _, source = drop_in["LoadCredential"].partition(":")
+    variable, _, value = drop_in["Environment"].partition("=")
+    credentials = tmp_path / "credentials"
+    credentials.mkdir(mode=0o700)
+    copy = credentials / credential
+    copy.write_text("c2VjcmV0LWlkOnNlY3JldC1rZXk=\n", encoding="utf-8")
+    copy.chmod(0o400)
+    config = tmp_path / "npuwatch.toml"
+    config.write_text(
+        f'[sinks.elasticsearch]\nhosts = ["https://es.example:9200"]\napi_key_file = "{source}"\n',
+        encoding="utf-8",
+    )
+    environment = clean_environment(
+        CREDENTIALS_DIRECTORY=str(credentials), **{variable: value.replace("%d", str(credentials))}
+    )
+
+    done = run_npuwatch("correlate", "--check", "--config", str(config), env=environment)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""

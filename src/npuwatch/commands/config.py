@@ -23,8 +23,16 @@ Any key can be set in the environment as NPUWATCH_<SECTION>__<KEY>, with two und
 levels (NPUWATCH_SINKS__CONSOLE__ENABLED=true); the environment wins over the file. Values are
 read as TOML when they are TOML (true, 10, ["/data/log"]) and as text otherwise (7d).
 
-exit status: 0 valid, 1 problems (one line each on stderr: FILE: KEY: REASON), 2 no such file,
-or a rule pack or another file the agent reads does not load.
+Secret files (password_file, api_key_file, the web configuration's key_file, and the web
+configuration itself when it holds basic_auth_users) that another user may read, and any of those
+files or a CA or certificate file that another user owns or may change, are refused as the agent
+refuses them, with the fix (chmod 600 FILE); verify_certificates = false is warned about.
+
+exit status:
+  0  valid (warnings, such as verify_certificates = false, on stderr)
+  1  problems in the file or the NPUWATCH_* variables (one line each on stderr: FILE: KEY: REASON)
+  2  no such file, or a file the agent reads before it starts does not load or is refused: a rule
+     pack, the web configuration, a secret, CA or certificate file
 """
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
@@ -72,11 +75,27 @@ def _report(headline: str, config: Config) -> int:
     # and a wrong file need not pay.
     from npuwatch.agent.topology import build, describe  # noqa: PLC0415
 
-    topology = build(config, os.environ)
+    with _warnings_said():
+        topology = build(config, os.environ)
     sys.stdout.write(f"{headline}\n")
     for line in describe(topology):
         sys.stdout.write(f"{line}\n")
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _warnings_said() -> Iterator[None]:
+    """Say what building the agent warns about (`verify_certificates = false`) on stderr, in
+    the agent's own words and format: a setting the agent would start with but should not."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("npuwatch: %(levelname)s %(message)s"))
+    logger = logging.getLogger("npuwatch")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def run_config_example(args: argparse.Namespace) -> int:

@@ -90,6 +90,7 @@ def serve(registry: CollectorRegistry) -> Iterator[Serve]:
 def web_config(tmp_path: Path, text: str) -> WebSecurity:
     path = tmp_path / "web.yml"
     path.write_text(text)
+    path.chmod(0o600)  # it may hold password hashes: private, as the agent asks
     return load_web_config(path)
 
 

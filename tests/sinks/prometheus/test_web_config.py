@@ -16,8 +16,10 @@ HASH = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"
 
 
 def write(tmp_path: Path, text: str) -> Path:
+    """The web configuration, private as one with users must be."""
     path = tmp_path / "web.yml"
     path.write_text(text)
+    path.chmod(0o600)
     return path
 
 
@@ -58,6 +60,7 @@ def test_certificate_paths_are_relative_to_the_file(
     (folder / "tls").mkdir(parents=True)
     (folder / "tls" / "a.crt").write_bytes(certificate.cert_file.read_bytes())
     (folder / "tls" / "a.key").write_bytes(certificate.key_file.read_bytes())
+    (folder / "tls" / "a.key").chmod(0o600)
 
     security = load_web_config(
         write(folder, "tls_server_config: {cert_file: tls/a.crt, key_file: tls/a.key}\n")
@@ -110,6 +113,7 @@ def test_a_missing_certificate_is_named(tmp_path: Path, certificate: Certificate
 
 def test_a_key_that_is_not_a_key_is_named(tmp_path: Path, certificate: Certificate) -> None:
     (tmp_path / "bad.key").write_text("not a key\n")
+    (tmp_path / "bad.key").chmod(0o600)
     path = write(
         tmp_path,
         f"tls_server_config:\n  cert_file: {certificate.cert_file}\n  key_file: bad.key\n",

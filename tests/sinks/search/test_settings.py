@@ -22,6 +22,7 @@ KEY = "c2VjcmV0LWlkOnNlY3JldC1rZXk="
 def test_the_api_key_comes_from_its_file_and_the_environment_wins(tmp_path: Path) -> None:
     key_file = tmp_path / "key"
     key_file.write_text(KEY + "\n", encoding="utf-8")
+    key_file.chmod(0o600)
     section = SearchSinkSection(api_key_file=key_file)
     assert connection_from(section, {}).api_key == KEY
     assert connection_from(section, {"NPUWATCH_ES_API_KEY": "other"}).api_key == "other"
@@ -30,6 +31,7 @@ def test_the_api_key_comes_from_its_file_and_the_environment_wins(tmp_path: Path
 def test_secrets_stay_out_of_the_connections_text(tmp_path: Path) -> None:
     password = tmp_path / "password"
     password.write_text("hunter2-password", encoding="utf-8")
+    password.chmod(0o600)
     section = SearchSinkSection(username="npuwatch", password_file=password)
     connection = connection_from(section, {"NPUWATCH_ES_API_KEY": KEY})
     assert connection.password == "hunter2-password"

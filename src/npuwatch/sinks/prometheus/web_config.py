@@ -11,7 +11,9 @@ exporters use (`--web.config.file`), so that one file can serve all of them:
       prometheus: $2b$12$...                       # bcrypt hash (htpasswd -nBC 12 prometheus)
 
 The file is read and checked once, by `load_web_config`; every problem names the file, the key
-and what was expected. Keys of the Prometheus format that npuwatch does not implement (cipher
+and what was expected. A file another user could change is refused (it decides who may read the
+metrics), and so is a private key, or this file with password hashes in it, that others could
+read (secret_files). Keys of the Prometheus format that npuwatch does not implement (cipher
 suites, `http_server_config`, ...) are refused rather than ignored, because ignoring a security
 setting would quietly weaken it.
 """
@@ -28,6 +30,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import ErrorDetails
 
 from npuwatch.config.loading import ConfigError, ConfigProblem
+from npuwatch.secret_files import Exposure, FileRefused, check_file
 from npuwatch.sinks.prometheus.passwords import BCRYPT_HASH, BasicAuth, NoBcrypt, find_bcrypt
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -99,8 +102,11 @@ def load_web_config(path: Path) -> WebSecurity:
     file and key of every problem."""
     label = str(path)
     model = _read(path)
+    _check(path, "web configuration file", Exposure.TRUST, label, key=None)
     auth = None
     if model.basic_auth_users:
+        # bcrypt hashes are slow to guess, not impossible: kept as /etc/shadow keeps its own.
+        _check(path, "web configuration file", Exposure.SECRET, label, key="basic_auth_users")
         try:
             checker = find_bcrypt()
         except NoBcrypt as error:
@@ -160,6 +166,9 @@ def _tls_context(section: TLSServerSection, folder: Path, label: str) -> ssl.SSL
             raise WebConfigError(
                 [ConfigProblem(label, f"no such file: {file}", key=f"tls_server_config.{name}")]
             )
+    key_name = "tls_server_config.key_file"
+    _check(cert, "TLS certificate", Exposure.TRUST, label, "tls_server_config.cert_file")
+    _check(key, "TLS private key", Exposure.SECRET, label, key_name)
     try:
         context.load_cert_chain(cert, key)
     except (ssl.SSLError, OSError) as error:
@@ -169,6 +178,8 @@ def _tls_context(section: TLSServerSection, folder: Path, label: str) -> ssl.SSL
         ) from None
     if section.client_ca_file is not None:
         ca = folder / section.client_ca_file
+        ca_name = "tls_server_config.client_ca_file"
+        _check(ca, "client CA certificate file", Exposure.TRUST, label, ca_name)
         try:
             context.load_verify_locations(cafile=ca)
         except (ssl.SSLError, OSError) as error:
@@ -178,3 +189,12 @@ def _tls_context(section: TLSServerSection, folder: Path, label: str) -> ssl.SSL
             ) from None
     context.verify_mode = _CLIENT_AUTH[section.client_auth_type]
     return context
+
+
+def _check(path: Path, what: str, exposure: Exposure, label: str, key: str | None) -> None:
+    """WebConfigError when another user could change the file at `path`, or read it when it is
+    a secret (secret_files); the problem is on `key` of the web configuration `label`."""
+    try:
+        check_file(path, what, exposure, say_path=str(path) != label)
+    except FileRefused as error:
+        raise WebConfigError([ConfigProblem(label, str(error), key=key)]) from None

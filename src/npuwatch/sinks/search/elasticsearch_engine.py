@@ -25,6 +25,9 @@ class ElasticsearchEngine(SearchEngine):
         options: dict[str, Any] = {
             "request_timeout": connection.timeout_s,
             "verify_certs": connection.verify_certificates,
+            # Unverified TLS is said once, at start, in npuwatch's words (settings.py); the
+            # client's own warning would add a second, and urllib3's one a request.
+            "ssl_show_warn": False,
         }
         if connection.ca_file is not None:
             options["ca_certs"] = str(connection.ca_file)

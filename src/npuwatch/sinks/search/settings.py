@@ -4,6 +4,9 @@ else."""
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -11,6 +14,7 @@ from pathlib import Path
 from npuwatch.config import Config, SearchSinkSection
 from npuwatch.metrics import SelfMetrics
 from npuwatch.problems import Problems
+from npuwatch.secret_files import Exposure, FileRefused, check_file, read_secret
 from npuwatch.sinks.search.dead_letters import DeadLetters
 from npuwatch.sinks.search.documents import levels_below
 from npuwatch.sinks.search.engine import Connection
@@ -25,19 +29,27 @@ SINK_NAME = "elasticsearch"
 API_KEY_VARIABLE = "NPUWATCH_ES_API_KEY"
 PASSWORD_VARIABLE = "NPUWATCH_ES_PASSWORD"
 
+log = logging.getLogger(__name__)
+
 
 class SecretUnreadable(ValueError):
-    """A configured secret file (or the CA file) cannot be read; the message names it and says
-    why."""
+    """A configured secret file (or the CA file) cannot be read, or another user could read or
+    change it; the message names it, says why and what to do."""
 
 
 def connection_from(section: SearchSinkSection, environ: Mapping[str, str]) -> Connection:
-    api_key = environ.get(API_KEY_VARIABLE) or _secret(section.api_key_file, "API key")
-    password = environ.get(PASSWORD_VARIABLE) or _secret(section.password_file, "password")
+    """The connection [sinks.elasticsearch] describes, its secrets read (SecretUnreadable when
+    one cannot be, or is not private); `verify_certificates = false` is warned about here,
+    where every command that connects passes."""
+    api_key = environ.get(API_KEY_VARIABLE) or _secret(section.api_key_file, "API key file")
+    password = environ.get(PASSWORD_VARIABLE) or _secret(section.password_file, "password file")
     if section.ca_file is not None:
         # Checked here, once: a CA file the clients cannot read fails every request alike, and
-        # the sink would only retry "busy or down" for ever.
-        _secret(section.ca_file, "CA certificate")
+        # the sink would only retry "busy or down" for ever. Whoever can change it chooses the
+        # servers npuwatch trusts with its secrets and logs.
+        _checked(section.ca_file, "CA certificate file", Exposure.TRUST)
+    if not section.verify_certificates:
+        log.warning("%s", insecure_verification_warning(section))
     return Connection(
         flavour=section.flavour,
         hosts=tuple(section.hosts),
@@ -47,6 +59,15 @@ def connection_from(section: SearchSinkSection, environ: Mapping[str, str]) -> C
         username=section.username,
         password=password,
         timeout_s=section.timeout,
+    )
+
+
+def insecure_verification_warning(section: SearchSinkSection) -> str:
+    """The one line said when the engine's TLS certificates are not verified."""
+    return (
+        f"{SECTION} verify_certificates = false: the search engine's certificate is not "
+        f"checked, so anyone on the path to {', '.join(section.hosts)} can read and change "
+        "what is shipped and take the credentials; set ca_file to the engine's CA instead"
     )
 
 
@@ -70,14 +91,28 @@ def _secret(path: Path | None, what: str) -> str | None:
     if path is None:
         return None
     try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError as error:
-        raise SecretUnreadable(
-            f"cannot read the {what} file {path}: {error.strerror or error}"
-        ) from None
-    if not text:
-        raise SecretUnreadable(f"the {what} file {path} is empty")
-    return text
+        return read_secret(path, what)
+    except FileRefused as error:
+        raise SecretUnreadable(_with_advice(str(error))) from None
+
+
+def _checked(path: Path, what: str, exposure: Exposure) -> None:
+    try:
+        check_file(path, what, exposure)
+    except FileRefused as error:
+        raise SecretUnreadable(_with_advice(str(error))) from None
+
+
+def _with_advice(reason: str) -> str:
+    """`reason`, and for a process that is not root and may not read the file (the correlator
+    under DynamicUser=), the way to hand it a copy without opening the file to others."""
+    if os.geteuid() == 0 or not reason.endswith(os.strerror(errno.EACCES)):
+        return reason
+    return (
+        f"{reason} (npuwatch runs as uid {os.geteuid()} here: under systemd, pass the file "
+        "with LoadCredential= and name the copy under $CREDENTIALS_DIRECTORY; see "
+        "docs/security.md)"
+    )
 
 
 def plan_search_sink(config: Config, context: SinkContext) -> SinkPlan | None:
