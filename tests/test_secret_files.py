@@ -110,10 +110,10 @@ def test_a_fifo_named_as_the_secret_is_refused_without_waiting_for_a_writer(
     path = tmp_path / "secret"
     os.mkfifo(path, 0o600)
 
-    with pytest.raises(FileRefused, match="is not a regular file"):
+    with pytest.raises(FileRefused, match="not a regular file"):
         read_secret(path, "password file")
 
 
 def test_a_folder_named_as_the_secret_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(FileRefused, match="is not a regular file"):
+    with pytest.raises(FileRefused, match="not a regular file"):
         read_secret(tmp_path, "password file")

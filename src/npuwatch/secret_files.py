@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from npuwatch.untrusted_files import open_file
+
 MAX_SECRET_BYTES = 1 << 20
 """A secret longer than this is not a password or a key: the file is refused unread."""
 
@@ -92,11 +94,11 @@ def read_secret(path: Path, what: str) -> str:
 
 
 def _open(path: Path, what: str) -> int:
-    # O_NONBLOCK: a FIFO named like the secret would block the open for ever; it is refused
-    # below as not a regular file. Links are followed: the operator chose this path (Kubernetes
-    # mounts secrets as links), and what is checked is the file reached.
+    # untrusted_files: no FIFO blocks the open, and a link is followed only where no other
+    # user can swap it (root's own, as Kubernetes mounts secrets, or this user's): a link
+    # another user planted at the path would hand npuwatch a file of root's as the secret.
     try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+        return open_file(path)
     except OSError as error:
         reason = "No such file or directory" if error.errno == errno.ENOENT else error.strerror
         raise FileRefused(f"cannot read the {what} {path}: {reason or error}") from None

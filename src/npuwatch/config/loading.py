@@ -103,8 +103,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     label = str(path)
     try:
         # Standard input (`config check -`) is what the operator piped in: theirs to trust.
-        data = path.read_bytes() if path == _STANDARD_INPUT else read_trusted_file(path)
-        text = data.decode("utf-8")
+        raw = path.read_bytes() if path == _STANDARD_INPUT else read_trusted_file(path)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigUnreadable([ConfigProblem(label, "no such file")]) from None
     except OSError as error:
