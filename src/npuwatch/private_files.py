@@ -139,33 +139,36 @@ def make_private(path: Path) -> None:
     """Make an existing file 0600 (written by an older version); nothing when it is missing.
     The mode is set on the open file: a link at `path` is refused, not followed."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        descriptor = _open_own(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise UnsafeFile(path, "a link where npuwatch keeps a file of its own") from None
-        raise
-    try:
-        _check_own_file(descriptor, path)
-        if stat.S_IMODE(os.fstat(descriptor).st_mode) != PRIVATE_FILE:
-            os.fchmod(descriptor, PRIVATE_FILE)
-    finally:
-        os.close(descriptor)
+    os.close(descriptor)
 
 
 def create_private(path: Path, flags: int = os.O_WRONLY) -> int:
     """Open `path` (never through a link), creating it 0600 when missing; an existing file must
     be a regular file of this user and is made 0600 too. The file descriptor."""
+    return _open_own(path, flags | os.O_CREAT)
+
+
+def _open_own(path: Path, flags: int) -> int:
+    """`path` opened with `flags` and O_NOFOLLOW: a regular file of this user's, made 0600 on
+    the descriptor (the umask may have taken bits off, never added), else UnsafeFile."""
     try:
-        descriptor = os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
+        descriptor = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise UnsafeFile(path, "a link where npuwatch keeps a file of its own") from None
         raise
     try:
-        _check_own_file(descriptor, path)
-        os.fchmod(descriptor, PRIVATE_FILE)  # the umask may have taken bits off, never added
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise UnsafeFile(path, "not a regular file, where npuwatch keeps a file of its own")
+        if status.st_uid != os.geteuid():
+            owner = user_name(status.st_uid)
+            raise UnsafeFile(path, f"a file of {owner}, where npuwatch keeps a file of its own")
+        if stat.S_IMODE(status.st_mode) != PRIVATE_FILE:
+            os.fchmod(descriptor, PRIVATE_FILE)
     except BaseException:
         os.close(descriptor)
         raise
@@ -185,13 +188,3 @@ def create_new_private(folder: Path, prefix: str) -> tuple[int, Path]:
         Path(name).unlink(missing_ok=True)
         raise
     return descriptor, Path(name)
-
-
-def _check_own_file(descriptor: int, path: Path) -> None:
-    status = os.fstat(descriptor)
-    if not stat.S_ISREG(status.st_mode):
-        raise UnsafeFile(path, "not a regular file, where npuwatch keeps a file of its own")
-    if status.st_uid != os.geteuid():
-        raise UnsafeFile(
-            path, f"a file of {user_name(status.st_uid)}, where npuwatch keeps its own"
-        )
