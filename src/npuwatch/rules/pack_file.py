@@ -7,7 +7,6 @@ rules/loader.py comes here only for packs the cache (rules/rule_cache.py) cannot
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from npuwatch.rules.compiler import CompileError
 from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
 from npuwatch.rules.model import Rule, RuleSpec
 from npuwatch.rules.pack import Pack, Problem, build_rule
+from npuwatch.rules.patterns import PatternError, compile_pattern
 from npuwatch.rules.schema import PackSchema
 
 # libyaml's loader when PyYAML was built with it (ten times faster); both keep positions.
@@ -86,11 +86,11 @@ def compile_rule(
     text: str = "",
 ) -> tuple[Rule | None, Problem | None]:
     """Compile one rule; on a problem, say where it is in the file (the extract patterns are
-    compiled again by build_rule, from re's cache)."""
+    compiled again by build_rule, from the patterns' cache)."""
     for index, source in enumerate(spec.extract):
         try:
-            pattern = re.compile(source)
-        except re.error as error:
+            pattern = compile_pattern(source)
+        except PatternError as error:
             where = _child(node, ("extract", index))
             return None, _at(path, where, f"rule {spec.id}: bad extract pattern: {error}")
         if not pattern.groupindex:
