@@ -4,8 +4,8 @@
 
 FAULT is `none`, `slow-commit` (every journal commit takes a second: a drain that outlasts a
 second SIGTERM), `dead-rules` (the rules thread dies on a line containing "KILL-RULES"),
-`sleeping-readers` (the child that reads a profiling run or a debugging-tool output sleeps for
-ten minutes, after writing its pid in the folder $FAULTY_CHILD_PIDS) or `hung-close` (closing
+`sleeping-readers` (the child that reads a profiling run or a debugging-tool output is the
+program $FAULTY_CHILD instead of Python, which the test makes sleep) or `hung-close` (closing
 the journal at the end of the stop never returns).
 The fault is patched in here, by the test, so the agent itself carries no test hooks.
 """
@@ -16,19 +16,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+import types
 from typing import Any
 
 from npuwatch.agent import child_reader
 from npuwatch.agent.rules_stage import RulesStage
 from npuwatch.cli import main
 from npuwatch.journal.store import Journal
-
-_SLEEPER = (
-    "import os, sys, time; "
-    "open(os.path.join(sys.argv[1], str(os.getpid())), 'w').close(); "
-    "time.sleep(600)"
-)
 
 
 def _inject(fault: str) -> None:
@@ -50,13 +44,7 @@ def _inject(fault: str) -> None:
 
         RulesStage._process = dying_process  # type: ignore[method-assign]
     elif fault == "sleeping-readers":
-        run_child = child_reader.run_child
-        pids = os.environ["FAULTY_CHILD_PIDS"]
-
-        def sleeping_child(command: Sequence[str], timeout_s: float, *args: Any, **kw: Any) -> Any:
-            return run_child([sys.executable, "-c", _SLEEPER, pids], timeout_s, *args, **kw)
-
-        child_reader.run_child = sleeping_child  # type: ignore[assignment]
+        child_reader.sys = types.SimpleNamespace(executable=os.environ["FAULTY_CHILD"])  # type: ignore[assignment]
     elif fault == "hung-close":
 
         def hung_close(self: Journal) -> None:

@@ -77,7 +77,7 @@ class RuleCache:
             return None
         names = "\0".join(str(path.resolve()) for path in files)
         path = self.folder / f"rules-{hashlib.sha256(names.encode()).hexdigest()[:20]}.json"
-        return CacheEntry(path, stamp, self)
+        return CacheEntry(path, stamp, self, len(files))
 
     def refused(self) -> str | None:
         """Why the folder may not hold this user's cache (said once through `warn`), or None."""
@@ -100,6 +100,8 @@ class CacheEntry:
     path: Path
     stamp: str
     cache: RuleCache
+    files: int
+    """How many packs the entry holds (one per rule file)."""
 
     def read(self) -> list[Pack] | None:
         """The packs kept under this stamp, else None."""
@@ -108,6 +110,8 @@ class CacheEntry:
             return None
         try:
             kept = rule_cache_format.decode(data, self.stamp)
+            if len(kept) != self.files:
+                return None
             return [
                 Pack(name, disable, tuple(build_rule(s, name, o, c) for s, o, c in rules))
                 for name, disable, rules in kept
