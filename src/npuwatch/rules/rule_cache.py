@@ -33,7 +33,10 @@ from pathlib import Path
 from npuwatch import __version__
 from npuwatch.private_files import PRIVATE_DIRECTORY, PRIVATE_FILE, folder_problem
 from npuwatch.rules import rule_cache_format
+from npuwatch.rules.condition import And, Comparison, Not, Or
+from npuwatch.rules.model import Rule
 from npuwatch.rules.pack import Pack, build_rule
+from npuwatch.rules.patterns import LinearPattern, compile_pattern, restore_patterns
 
 _RULES_FOLDER = Path(__file__).resolve().parent
 # A pack's meaning comes from the schema (defaults, validation), the grammar, the classes the
@@ -48,6 +51,9 @@ _MEANING = tuple(
         "model.py",
         "pack_file.py",
         "rule_cache_format.py",
+        "patterns.py",
+        "regex_syntax.py",
+        "regex_literals.py",
     )
 )
 _MOST_BYTES = 64 << 20
@@ -109,9 +115,10 @@ class CacheEntry:
         if data is None:
             return None
         try:
-            kept = rule_cache_format.decode(data, self.stamp)
+            kept, patterns = rule_cache_format.decode(data, self.stamp)
             if len(kept) != self.files:
                 return None
+            restore_patterns(patterns)
             return [
                 Pack(name, disable, tuple(build_rule(s, name, o, c) for s, o, c in rules))
                 for name, disable, rules in kept
@@ -129,7 +136,13 @@ class CacheEntry:
             if any(node is None for _, _, node in rules):
                 return  # not a pack read from its file: there is nothing to keep it by
             kept.append((pack.name, pack.disable, rules))  # type: ignore[arg-type]
-        data = rule_cache_format.encode(self.stamp, kept)
+        patterns = {
+            pattern.parts: None
+            for pack in packs
+            for rule in pack.rules
+            for pattern in _patterns(rule)
+        }
+        data = rule_cache_format.encode(self.stamp, kept, list(patterns))
         folder = self.path.parent
         try:
             _make_folder(folder)
@@ -148,6 +161,21 @@ class CacheEntry:
             Path(temporary).replace(self.path)
         except OSError:
             Path(temporary).unlink(missing_ok=True)
+
+
+def _patterns(rule: Rule) -> list[LinearPattern]:
+    """The compiled patterns of a rule: its extract patterns and those of its condition."""
+    found = list(rule.patterns)
+    stack = [rule.node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, And | Or):
+            stack.extend(node.operands)
+        elif isinstance(node, Not):
+            stack.append(node.operand)
+        elif isinstance(node, Comparison) and node.op == "~":
+            found.append(compile_pattern(str(node.values[0]), node.flags))
+    return found
 
 
 def _read_own_file(path: Path) -> bytes | None:

@@ -8,6 +8,8 @@ The first line is compared with the stamp the packs have now before anything aft
 parsed. A condition is its nodes in postfix order (a node names the earlier nodes it joins, the
 last is the root), so that the JSON is never nested deeper than a few levels whatever the
 condition, and no tree read back can loop or nest deeper than a condition the grammar accepts.
+The rules' patterns are kept as RE2 reads them, with their prefilters (rules/patterns.py), so
+that a hit does not translate them again.
 Every field is checked as it is read: anything unexpected is `Malformed`, which the cache takes
 as a miss. Never pickle: a cache file is data, whoever wrote it.
 """
@@ -21,6 +23,8 @@ from typing import Any, get_args
 
 from npuwatch.rules.condition import MAX_TREE_DEPTH, And, Comparison, Node, Not, Or
 from npuwatch.rules.model import SEVERITY_RANK, Layer, RuleSpec
+from npuwatch.rules.patterns import PatternParts
+from npuwatch.rules.regex_literals import Literals
 
 CachedRule = tuple[RuleSpec, str, Node]
 """A rule as the cache keeps it: its spec, its origin (`file:line`), its condition."""
@@ -36,8 +40,19 @@ class Malformed(ValueError):
     """A cache file that is not one this version wrote for these packs."""
 
 
-def encode(stamp: str, packs: Sequence[CachedPack]) -> bytes:
+def encode(stamp: str, packs: Sequence[CachedPack], patterns: Sequence[PatternParts] = ()) -> bytes:
     body = {
+        "patterns": [
+            [
+                part.source,
+                part.flags,
+                part.translated,
+                None if part.literals is None else list(part.literals.needles),
+                part.literals is not None and part.literals.lowered,
+                part.literals is not None and part.literals.decisive,
+            ]
+            for part in patterns
+        ],
         "packs": [
             {
                 "name": name,
@@ -48,13 +63,13 @@ def encode(stamp: str, packs: Sequence[CachedPack]) -> bytes:
                 ],
             }
             for name, disable, rules in packs
-        ]
+        ],
     }
     return (_HEADER + stamp + "\n" + json.dumps(body, separators=(",", ":"))).encode("utf-8")
 
 
-def decode(data: bytes, stamp: str) -> list[CachedPack]:
-    """The packs of a cache file written under `stamp` (Malformed otherwise)."""
+def decode(data: bytes, stamp: str) -> tuple[list[CachedPack], list[PatternParts]]:
+    """The packs and patterns of a cache file written under `stamp` (Malformed otherwise)."""
     header = (_HEADER + stamp + "\n").encode("utf-8")
     if not data.startswith(header):
         raise Malformed("another stamp")
@@ -74,7 +89,20 @@ def decode(data: bytes, stamp: str) -> list[CachedPack]:
         )
         disable = tuple(_text(item) for item in _list(_field(pack, "disable")))
         packs.append((_text(_field(pack, "name")), disable, rules))
-    return packs
+    return packs, [_pattern(_list(item)) for item in _list(_field(body, "patterns"))]
+
+
+def _pattern(item: list[Any]) -> PatternParts:
+    if len(item) != 6:
+        raise Malformed("a pattern")
+    source, flags, translated = _text(item[0]), _text(item[1]), _text(item[2])
+    literals = None
+    if item[3] is not None:
+        needles = tuple(_text(needle) for needle in _list(item[3]))
+        if not needles or not all(needles):
+            raise Malformed("a pattern's words")
+        literals = Literals(needles, _boolean(item[4]), _boolean(item[5]))
+    return PatternParts(source, flags, translated, literals)
 
 
 # --- conditions -----------------------------------------------------------------------------
