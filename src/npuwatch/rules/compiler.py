@@ -160,12 +160,18 @@ def _text_probe(node: Comparison, extractor: Extractor | None) -> Predicate:
     """The test of a message comparison on the raw text. A pattern's prefilter looks for its
     words in the record's lowered text, which the record keeps for every rule that asks."""
     if node.op != "~":
-        probe = Comparison("ascend.text", "contains", node.values, node.flags, node.loc)
-        return _exact_comparison(probe, extractor)
+        on_text = Comparison("ascend.text", "contains", node.values, node.flags, node.loc)
+        return _exact_comparison(on_text, extractor)
     pattern = _pattern(node)
-    if pattern.lowered:
-        return lambda record: pattern.search_lowered(record.text, record.lowered_text)
-    return lambda record: pattern.search(record.text)
+    if not pattern.lowered:
+        return lambda record: pattern.search(record.text)
+    prefilter, search = pattern.prefilter, pattern.search_unfiltered
+
+    def probe(record: Record) -> bool:
+        verdict = prefilter(record.lowered_text)
+        return search(record.text) if verdict is None else verdict
+
+    return probe
 
 
 def _exact_comparison(node: Comparison, extractor: Extractor | None) -> Predicate:

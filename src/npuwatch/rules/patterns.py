@@ -84,33 +84,33 @@ class LinearPattern:
 
     @property
     def lowered(self) -> bool:
-        """Whether the prefilter looks in lowered text (`search_lowered` spares a lower())."""
+        """Whether the prefilter looks in lowered text (a record keeps its lowered text)."""
         return self._literals is not None and self._literals.lowered
 
     def search(self, text: str) -> bool:
         """Whether the pattern matches somewhere in `text` (Python's `re.search`)."""
         literals = self._literals
         if literals is not None:
-            if not literals.lowered:
-                found = any(needle in text for needle in literals.needles)
-                if not found or literals.decisive:
-                    return found
-            elif text.isascii():
-                lowered = text.lower()
-                found = any(needle in lowered for needle in literals.needles)
-                if not found or literals.decisive:
-                    return found
+            verdict = self.prefilter(text.lower() if literals.lowered else text)
+            if verdict is not None:
+                return verdict
         return self._search_bytes(_utf8(text))
 
-    def search_lowered(self, text: str, lowered: str) -> bool:
-        """`search(text)`, given `text.lower()` already (a record keeps its lowered text)."""
+    def prefilter(self, hay: str) -> bool | None:
+        """What the words alone say of a text (`hay`: the text, lowered when `lowered`): False,
+        True, or None when RE2 must say. Lowered text that is all ASCII came from text whose
+        letters fold as they lower (ASCII, and K for the Kelvin sign); other text goes to RE2."""
         literals = self._literals
-        if literals is not None and literals.lowered and text.isascii():
-            found = any(needle in lowered for needle in literals.needles)
-            if not found or literals.decisive:
-                return found
-            return self._search_bytes(_utf8(text))
-        return self.search(text)
+        if literals is None or (literals.lowered and not hay.isascii()):
+            return None
+        for needle in literals.needles:
+            if needle in hay:
+                return True if literals.decisive else None
+        return False
+
+    def search_unfiltered(self, text: str) -> bool:
+        """`search(text)` once the prefilter said None."""
+        return self._search_bytes(_utf8(text))
 
     def named_groups(self, text: str) -> dict[str, str] | None:
         """The named groups that took part in the first match (None: no match)."""
