@@ -137,3 +137,20 @@ def test_a_faultdiag_file_nested_too_deep_or_not_json_is_refused_in_one_line(
         f"npuwatch: cannot import {source}: not valid JSON at line 2, column 9: Expecting value\n"
     )
     assert not output.exists()
+
+
+def test_the_agent_refuses_to_start_on_the_pack_in_one_line(tmp_path: Path) -> None:
+    path = pack(tmp_path, "log.level == ERROR and message ~ /(?<!un)known/")
+    config = tmp_path / "npuwatch.toml"
+    config.write_text(f'[rules]\npaths = ["{path}"]\n', encoding="utf-8")
+    done = run_npuwatch(
+        "agent", "--root", str(tmp_path / "logs"), "--state-directory", str(tmp_path / "state"),
+        env=clean_environment(NPUWATCH_CONFIG=str(config)), timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"npuwatch: {path}:5:34: rule site.a-run: in 'when': bad regex /(?<!un)known/: a "
+        "negative lookbehind needs a backtracking engine (rule patterns run in RE2, in linear "
+        "time)",
+        "npuwatch: the rules have errors: fix them and start again",
+    ]
