@@ -169,4 +169,4 @@ def test_scan_reads_its_rules_from_the_cache_the_second_time(tmp_path: Path) -> 
     assert runs[1].stderr == "[]"
     assert runs[0].stdout == runs[1].stdout
     assert json.loads(runs[1].stdout)["verdict"]["rule"] == "memory.alloc-failed"
-    assert len(list((tmp_path / "cache").glob("rules-*.pickle"))) == 1
+    assert len(list((tmp_path / "cache").glob("rules-*.json"))) == 1

@@ -14,6 +14,7 @@ import pytest
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.analysis.profile_steps import rank_steps
+from npuwatch.child_process import ChildStopped
 from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker, signature_of
 from npuwatch.journal.documents import to_record
 from npuwatch.journal.rows import FileSource, StoredRecord
@@ -261,3 +262,15 @@ def test_an_operator_entry_read_back_from_the_journal_is_a_valid_ecs_document(
         assert operator["run"] == folder.name
         assert document["message"].startswith(f"{operator['name']} ({operator['type']}, ")
         assert document["@timestamp"].startswith("2025-03-01")  # when the run was taken
+
+
+def test_a_run_whose_reader_is_stopped_with_the_agent_is_imported_by_the_next_start(
+    root: Path, tmp_path: Path
+) -> None:
+    def stopped(folder: Path) -> list[object]:
+        raise ChildStopped("the reader was stopped with the agent")
+
+    first = Rig(root, tmp_path, Clock(), load=stopped)
+    assert first.importer.scan() == 0
+    assert first.value("npuwatch_profiling_runs_total", result="failed") in (None, 0.0)
+    assert Rig(root, tmp_path, Clock()).importer.scan() == 2  # nothing was taken as done

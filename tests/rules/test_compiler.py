@@ -107,3 +107,20 @@ def test_conditions_that_cannot_be_indexed() -> None:
 def test_required_literal_of_a_regex() -> None:
     assert required_literal("wait socket (\\w+) timeout") == "wait socket "
     assert required_literal("a|b") is None
+
+
+def test_a_condition_of_ten_thousand_operands_compiles_and_runs_without_deep_recursion() -> None:
+    record = parse_one("[ERROR] RUNTIME(1,python):2025-01-01-00:00:00.000.000 [a.cc:1] 1 boom")
+    every = compile_condition(parse_condition(" and ".join(["log.level == ERROR"] * 10_000)))
+    some = compile_condition(parse_condition(" or ".join(["log.level == INFO"] * 10_000)))
+    assert every.predicate(record) is True
+    assert some.predicate(record) is False
+
+
+def test_a_regex_that_needs_backtracking_is_a_compile_error_that_says_why() -> None:
+    with pytest.raises(CompileError) as refused:
+        compile_condition(parse_condition("message ~ /(a+)+\\1$/"))
+    assert str(refused.value) == (
+        "bad regex /(a+)+\\1$/: a backreference (\\1, (?P=name)) needs a backtracking engine "
+        "(rule patterns run in RE2, in linear time)"
+    )

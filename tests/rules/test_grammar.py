@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from npuwatch.rules.condition import And, Comparison, Not, Or
+from npuwatch.rules.condition import MAX_NESTING, And, Comparison, Not, Or
 from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
 
 
@@ -61,3 +61,31 @@ def test_errors_on_a_later_line_of_a_multi_line_condition() -> None:
         parse_condition("log.level == ERROR\nand message ~ /x")
     assert (error.value.line, error.value.column) == (2, 15)
     assert "expected /regex/, found '/x'" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("condition", "column"),
+    [
+        ("(" * 10_000 + "log.level == ERROR" + ")" * 10_000, MAX_NESTING + 1),
+        ("not " * 10_000 + "log.level == ERROR", 4 * MAX_NESTING + 1),
+        ("not (" * 5_000 + "a == 1" + ")" * 5_000, 5 * (MAX_NESTING // 2) + 1),
+    ],
+)
+def test_a_condition_nested_deeper_than_the_limit_is_refused_where_it_gets_too_deep(
+    condition: str, column: int
+) -> None:
+    with pytest.raises(ConditionSyntaxError) as refused:
+        parse_condition(condition)
+    assert str(refused.value).startswith(f"nested deeper than {MAX_NESTING}")
+    assert (refused.value.line, refused.value.column) == (1, column)
+
+
+def test_nesting_up_to_the_limit_parses_and_strings_and_regexes_do_not_count() -> None:
+    deepest = "(" * MAX_NESTING + "a == 1" + ")" * MAX_NESTING
+    assert parse_condition(deepest) == Comparison("a", "==", (1,), "", MAX_NESTING)
+    assert isinstance(parse_condition("not " * MAX_NESTING + "a == 1"), Not)
+    brackets = "(" * 40 + "((("
+    node = parse_condition(f'm contains "{brackets}" and m ~ /{brackets}x{")" * 43}/')
+    assert isinstance(node, And)
+    many = " and ".join(f"not (a == {n} or not b == {n})" for n in range(2000))
+    assert len(parse_condition(many).operands) == 2000  # type: ignore[union-attr]

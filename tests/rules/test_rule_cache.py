@@ -4,16 +4,23 @@ every edit of a pack seen; a damaged or unwritable cache never in the way."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
+import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import npuwatch
 from npuwatch.default_paths import cache_folder
 from npuwatch.rules import pack_file, schema
+from npuwatch.rules.condition import MAX_TREE_DEPTH
 from npuwatch.rules.examples import run_examples
 from npuwatch.rules.loader import DEFAULT_PACKS, RuleLoadError, RuleSet, load_rules
 from npuwatch.rules.model import Context, Dedupe, Example, Examples, RuleSpec, Threshold
@@ -67,7 +74,7 @@ def test_a_hit_gives_the_rules_reading_the_packs_gives(tmp_path: Path) -> None:
     cache = RuleCache(tmp_path / "cache")
     read = load_rules(locations)
     written = load_rules(locations, cache)
-    assert len(list(cache.folder.glob("rules-*.pickle"))) == 1
+    assert len(list(cache.folder.glob("rules-*.json"))) == 1
     hit = load_rules(locations, cache)
     assert described(hit) == described(written) == described(read)
     assert (hit.files, hit.disabled) == (read.files, read.disabled)
@@ -155,8 +162,8 @@ def test_a_damaged_cache_file_is_a_miss(tmp_path: Path) -> None:
     cache = RuleCache(tmp_path / "cache")
     path = site_pack(tmp_path)
     load_rules([path], cache)
-    (kept,) = cache.folder.glob("rules-*.pickle")
-    for damage in (b"", b"not a pickle", kept.read_bytes()[:100]):
+    (kept,) = cache.folder.glob("rules-*.json")
+    for damage in (b"", b"not a cache file", kept.read_bytes()[:100]):
         kept.write_bytes(damage)
         assert read_back(cache, path) is None
         assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
@@ -169,7 +176,7 @@ def test_a_cache_that_cannot_be_written_is_left_alone(tmp_path: Path) -> None:
     path = site_pack(tmp_path)
     cache = RuleCache(blocker / "cache")
     assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
-    assert read_back(cache, path) is None
+    assert cache.entry([path]) is None  # not a folder: no cache at all
     if os.geteuid() != 0:  # root writes anywhere
         folder = tmp_path / "read-only"
         folder.mkdir(mode=0o500)
@@ -182,7 +189,7 @@ def test_each_set_of_packs_has_its_own_file(tmp_path: Path) -> None:
     path = site_pack(tmp_path)
     alone = load_rules([path], cache)
     with_defaults = load_rules([DEFAULT_PACKS, path], cache)
-    assert len(list(cache.folder.glob("rules-*.pickle"))) == 2
+    assert len(list(cache.folder.glob("rules-*.json"))) == 2
     assert len(load_rules([path], cache).rules) == len(alone.rules) == 1
     assert len(load_rules([DEFAULT_PACKS, path], cache).rules) == len(with_defaults.rules)
 
@@ -219,3 +226,103 @@ def test_the_schema_and_the_plain_specs_have_the_same_fields_and_defaults(
             assert dataclasses.asdict(item.default) == default.model_dump()
         else:
             assert item.default == default
+
+
+def test_the_folder_is_made_0700_and_the_file_0600_whatever_the_umask(tmp_path: Path) -> None:
+    cache = RuleCache(tmp_path / "made" / "cache")
+    previous = os.umask(0)
+    try:
+        load_rules([site_pack(tmp_path)], cache)
+    finally:
+        os.umask(previous)
+    (kept,) = cache.folder.glob("rules-*.json")
+    assert stat.S_IMODE(cache.folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "made").stat().st_mode) == 0o700
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert kept.read_bytes().startswith(b"npuwatch-rule-cache 1 ")
+
+
+def test_a_folder_others_can_write_is_not_used_and_said_once(tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    said: list[str] = []
+    cache = RuleCache(folder, warn=said.append)
+    path = site_pack(tmp_path)
+    for _ in range(3):
+        assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
+    assert list(folder.iterdir()) == []
+    assert said == [
+        f"the rule cache in {folder} is not used: {folder} is writable by others (mode 777) "
+        "(set NPUWATCH_CACHE to a folder of your own, or to nothing)"
+    ]
+
+
+def test_a_cache_file_that_is_a_link_or_another_users_is_a_miss(tmp_path: Path) -> None:
+    cache = RuleCache(tmp_path / "cache")
+    path = site_pack(tmp_path)
+    load_rules([path], cache)
+    (kept,) = cache.folder.glob("rules-*.json")
+    elsewhere = tmp_path / "elsewhere.json"
+    kept.rename(elsewhere)
+    kept.symlink_to(elsewhere)
+    assert read_back(cache, path) is None
+    kept.unlink()
+    elsewhere.rename(kept)
+    assert read_back(cache, path) is not None
+    kept.chmod(0o622)
+    assert read_back(cache, path) is None
+    kept.chmod(0o600)
+    if os.geteuid() == 0:  # only root can give a file away
+        os.chown(kept, 65534, 65534)
+        assert read_back(cache, path) is None
+
+
+def test_every_damaged_or_forged_cache_file_is_a_miss(tmp_path: Path) -> None:
+    cache = RuleCache(tmp_path / "cache")
+    path = site_pack(tmp_path)
+    load_rules([path], cache)
+    (kept,) = cache.folder.glob("rules-*.json")
+    header, body = kept.read_bytes().split(b"\n", 1)
+    good = json.loads(body)
+    condition = good["packs"][0]["rules"][0]["condition"]
+
+    def forged(change: Callable[[Any], None]) -> bytes:
+        document = json.loads(body)
+        change(document)
+        return header + b"\n" + json.dumps(document).encode()
+
+    def rule(document: Any) -> Any:
+        return document["packs"][0]["rules"][0]
+
+    damages = [
+        header.replace(b" 1 ", b" 1 0") + b"\n" + body,  # another stamp
+        header + b"\n" + b"[" * 100_000 + b"]" * 100_000,  # nested past json's recursion limit
+        header + b"\n" + body[:-40],
+        forged(lambda d: d["packs"].append(d["packs"][0])),  # more packs than files
+        forged(lambda d: rule(d)["spec"].update(fallback=True)),
+        forged(lambda d: rule(d)["spec"].update(severity="meh")),
+        forged(lambda d: rule(d)["spec"]["threshold"].update(count=0)),
+        forged(lambda d: rule(d)["spec"]["dedupe"].update(within=float("inf"))),
+        forged(lambda d: rule(d).update(condition=[["not", 0, 0]])),  # a node inside itself
+        forged(lambda d: rule(d).update(condition=[*condition, ["and", [5, 0], 0]])),
+        forged(lambda d: rule(d).update(condition=[["cmp", "message", "eval", ["x"], "", 0]])),
+        forged(lambda d: rule(d).update(condition=[["cmp", "message", "~", ["(a"], "", 0]])),
+        forged(
+            lambda d: rule(d).update(
+                condition=[condition[0], *(["not", n, 0] for n in range(MAX_TREE_DEPTH + 1))]
+            )
+        ),
+    ]
+    for damage in damages:
+        kept.write_bytes(damage)
+        assert read_back(cache, path) is None, damage[:200]
+        assert [rule.id for rule in load_rules([path], cache).rules] == ["site.gpu-fan"]
+        assert read_back(cache, path) is not None  # written again
+
+
+def test_nothing_in_npuwatch_imports_a_serialiser_that_runs_code() -> None:
+    runs_code = re.compile(r"^\s*(import|from)\s+(pickle|_pickle|marshal|shelve|dill)\b", re.M)
+    sources = sorted(Path(npuwatch.__file__).parent.rglob("*.py"))
+    assert len(sources) > 100
+    assert [p for p in sources if runs_code.search(p.read_text(encoding="utf-8"))] == []

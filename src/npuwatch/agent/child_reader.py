@@ -10,25 +10,30 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from typing import Any
+
+from npuwatch.child_process import run_child
 
 
 class DigestFailed(Exception):
     """The child could not read its input; the message says why, in one line."""
 
 
-def read_in_child(module: str, arguments: list[str], timeout_s: float) -> Any:
+def read_in_child(
+    module: str, arguments: list[str], timeout_s: float, stop: threading.Event | None = None
+) -> Any:
     """The JSON document `python -m module ARGUMENTS` printed (DigestFailed with the child's
-    last error line, or the time it overran, when it did not)."""
+    last error line, or the time it overran, when it did not; ChildStopped, the child killed,
+    once `stop` is set)."""
     try:
-        done = subprocess.run(
+        done = run_child(
             # -I: the child imports npuwatch as installed, never a ./npuwatch/ of the folder
             # the agent runs in nor one that PYTHONPATH names, and reads no user site folder;
             # the folder it starts in is fixed for the same reason.
             [sys.executable, "-I", "-m", module, *arguments],
-            capture_output=True,
-            timeout=timeout_s,
-            check=False,
+            timeout_s,
+            stop,
             cwd="/",
         )
     except subprocess.TimeoutExpired as error:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,13 @@ from npuwatch.agent.child_reader import read_in_child
 from npuwatch.analysis.debug_findings import OutputDigest, digest_output
 
 
-def digest_in_child(kind: str, path: Path, timeout_s: float = 600.0) -> OutputDigest:
-    """`digest_output(kind, path)` in a child interpreter (see the module docstring)."""
-    document = read_in_child("npuwatch.agent.debug_digest", [kind, str(path.absolute())], timeout_s)
+def digest_in_child(
+    kind: str, path: Path, timeout_s: float = 600.0, stop: threading.Event | None = None
+) -> OutputDigest:
+    """`digest_output(kind, path)` in a child interpreter (see the module docstring); the
+    child is killed (ChildStopped) once `stop` is set."""
+    arguments = [kind, str(path.absolute())]  # the child starts in /
+    document = read_in_child("npuwatch.agent.debug_digest", arguments, timeout_s, stop)
     return OutputDigest(**document)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from npuwatch.agent.debug_digest import digest_in_child
 from npuwatch.agent.rules_stage import event_row
 from npuwatch.analysis.debug_findings import OutputDigest, entry_records
+from npuwatch.child_process import ChildStopped
 from npuwatch.collector.debug_outputs import DebugOutput, OutputState, OutputTracker
 from npuwatch.collector.profiling_runs import Signature
 from npuwatch.config import DebugToolsSection
@@ -131,6 +132,8 @@ class DebugImporter:
             before = OutputState(output.kind, signature)
         try:
             digest = self._load(output.kind, output.path)
+        except ChildStopped:
+            return False  # the agent is stopping: nothing is recorded, the next start reads it
         except Exception as error:  # any unreadable output: say so once, keep going
             log.warning(
                 "%s output %s cannot be read (%s); it is tried again when it changes",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,9 +66,13 @@ def digest_runs(folder: Path) -> list[RunDigest]:
     return digests
 
 
-def digests_in_child(folder: Path, timeout_s: float = 600.0) -> list[RunDigest]:
-    """`digest_runs(folder)` in a child interpreter (see the module docstring)."""
-    document = read_in_child("npuwatch.agent.profiling_digest", [str(folder.absolute())], timeout_s)
+def digests_in_child(
+    folder: Path, timeout_s: float = 600.0, stop: threading.Event | None = None
+) -> list[RunDigest]:
+    """`digest_runs(folder)` in a child interpreter (see the module docstring); the child is
+    killed (ChildStopped) once `stop` is set."""
+    arguments = [str(folder.absolute())]  # the child starts in /
+    document = read_in_child("npuwatch.agent.profiling_digest", arguments, timeout_s, stop)
     return [RunDigest(**run) for run in document["runs"]]
 
 

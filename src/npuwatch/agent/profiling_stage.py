@@ -23,6 +23,7 @@ from pathlib import Path
 
 from npuwatch.agent.profiling_digest import RunDigest, digests_in_child
 from npuwatch.agent.profiling_figures import SavedFigures
+from npuwatch.child_process import ChildStopped
 from npuwatch.collector.profiling_runs import RunTracker, Signature
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.telemetry import profiling_records
@@ -91,14 +92,19 @@ class ProfilingImporter:
         for run, signature in self._tracker.ready(self.settings.roots, self._wall()):
             if self._stop.is_set():
                 break
-            if self._import(run, signature):
-                imported += 1
+            try:
+                if self._import(run, signature):
+                    imported += 1
+            except ChildStopped:
+                break  # the agent is stopping: nothing is recorded, the next start reads it
             self._tracker.done(run, signature)
         return imported
 
     def _import(self, folder: Path, signature: Signature) -> bool:
         try:
             runs = self._load(folder)
+        except ChildStopped:
+            raise
         except Exception as error:  # any unreadable run: say so, keep going
             self._metrics.profiling_runs.labels("failed").inc()
             log.warning(

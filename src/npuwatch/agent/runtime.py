@@ -17,12 +17,15 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from npuwatch import __version__
 from npuwatch.agent.collective_stage import CollectiveWatch, JournalStates
+from npuwatch.agent.debug_digest import digest_in_child
 from npuwatch.agent.debug_stage import DebugImporter, rule_events
 from npuwatch.agent.journal_stage import JournalStage
+from npuwatch.agent.profiling_digest import digests_in_child
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.agent.queue import ByteQueue, QueueStopped
@@ -31,6 +34,7 @@ from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
 from npuwatch.agent.topology import SectionChange, Topology, changes
 from npuwatch.analysis.precision_files import kind_of as precision_kind
 from npuwatch.collector.debug_outputs import ImportedOutputs, OutputTracker, find_debug_outputs
+from npuwatch.collector.npu_smi_command import run_npu_smi
 from npuwatch.collector.npu_smi_poller import NpuSmiPoller
 from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
 from npuwatch.collector.tailed_file import ReadBatch
@@ -161,7 +165,12 @@ class Agent:
         if devices is None:
             return None
         journal = self._journal_device_records if devices.journal else None
-        return NpuSmiPoller(devices.poll, readings, self.metrics, journal, self._reading_stop)
+        stop = self._reading_stop  # a stop kills an npu-smi that hangs on its device
+
+        def run(command: Sequence[str], timeout_s: float) -> str:
+            return run_npu_smi(command, timeout_s, stop=stop)
+
+        return NpuSmiPoller(devices.poll, readings, self.metrics, journal, stop, run=run)
 
     def _importer(self, topology: Topology) -> ProfilingImporter | None:
         profiling = topology.profiling
@@ -180,6 +189,7 @@ class Agent:
             self.metrics,
             self._journal_profiling_records if profiling.journal else None,
             self._reading_stop,
+            load=lambda folder: digests_in_child(folder, stop=self._reading_stop),
             saved=SavedFigures(state / "profiling-figures.json"),
         )
 
@@ -200,6 +210,7 @@ class Agent:
             self._journal_debug_entries,
             self._reading_stop,
             events=rule_events(lambda: self._ruleset),
+            load=lambda kind, path: digest_in_child(kind, path, stop=self._reading_stop),
         )
         # Without folders nothing is imported, but the metrics still show what was (restored
         # by the importer from its state file).

@@ -12,7 +12,10 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
+
+from npuwatch.child_process import run_child
 
 DEFAULT_COMMAND = ("npu-smi", "info")
 """What the agent and `doctor` run unless told otherwise."""
@@ -40,11 +43,13 @@ def run_npu_smi(
     command: Sequence[str] = DEFAULT_COMMAND,
     timeout_s: float = 10.0,
     env: dict[str, str] | None = None,
+    stop: threading.Event | None = None,
 ) -> str:
     """The standard output of one run of `command`.
 
     Raises NpuSmiUnavailable when the program does not exist and NpuSmiFailed when it runs
-    without answering; the message of either is one line an operator can act on.
+    without answering; the message of either is one line an operator can act on. Once `stop`
+    is set, the command is killed (ChildStopped).
     """
     program = find_executable(command, path=None if env is None else env.get("PATH"))
     if program is None:
@@ -52,13 +57,7 @@ def run_npu_smi(
             f"{command[0]} not found (no Ascend driver on this host, or not on PATH)"
         )
     try:
-        done = subprocess.run(
-            [program, *command[1:]],
-            capture_output=True,
-            timeout=timeout_s,
-            env=env,
-            check=False,
-        )
+        done = run_child([program, *command[1:]], timeout_s, stop, env=env)
     except subprocess.TimeoutExpired as error:
         raise NpuSmiFailed(
             f"{shlex.join(command)} did not answer within {timeout_s:g} s "

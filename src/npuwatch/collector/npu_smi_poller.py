@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from npuwatch.child_process import ChildStopped
 from npuwatch.collector.npu_smi_command import (
     NpuSmiFailed,
     NpuSmiUnavailable,
@@ -100,6 +101,8 @@ class NpuSmiPoller:
         except NpuSmiFailed as error:
             self._failed(str(error), "failed")
             return None
+        except ChildStopped:
+            return None  # the agent is stopping: no reading, and nothing to say
         report = parse_npu_smi(text)
         if not report.chips:
             unreadable = f"{shlex.join(command)} printed no chip row npuwatch can read"

@@ -10,6 +10,7 @@ STOPPING when it drains.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import signal
@@ -73,6 +74,11 @@ def _build(args: argparse.Namespace) -> Topology:
     return build(_configure(args), os.environ, console=sys.stdout if args.console else None)
 
 
+STOP_GRACE_S = 10.0
+"""How long stopping may take past the drain's time (the sinks' last joins, closing the journal,
+the interpreter's exit) before the process leaves anyway."""
+
+
 def _serve(agent: Agent, args: argparse.Namespace) -> int:
     stop = threading.Event()
     reload = threading.Event()
@@ -83,6 +89,13 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
             os._exit(128 + signum)  # a second signal: leave now; every commit is a transaction
         stop.set()
         wake.set()
+        # Whatever would hold the stop past its time (a thread in C code that keeps the
+        # interpreter's lock, a join that never returns), the process leaves within the unit's
+        # TimeoutStopSec, from a thread of faulthandler's that needs no lock, with every
+        # thread's stack on stderr to say where it hung. What was committed stays committed.
+        faulthandler.dump_traceback_later(
+            agent.topology.drain_timeout_s + STOP_GRACE_S, exit=True, file=sys.stderr
+        )
 
     def on_reload(signum: int, frame: FrameType | None) -> None:
         reload.set()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from npuwatch.commands.outcome import fail
+from npuwatch.commands.outcome import error, fail
 from npuwatch.default_paths import cache_folder
 from npuwatch.rules.loader import RuleLoadError, RuleSet, default_locations, load_rules
 from npuwatch.rules.rule_cache import RuleCache
@@ -22,7 +22,7 @@ def load_rules_or_fail(extra: Sequence[Path]) -> RuleSet:
         if not location.exists():
             fail(f"rule pack {location} does not exist: give a folder of *.yaml files or a file")
     folder = cache_folder()
-    cache = RuleCache(folder) if folder is not None else None
+    cache = RuleCache(folder, warn=lambda line: error(f"warning: {line}")) if folder else None
     try:
         return load_rules(default_locations(extra), cache)
     except RuleLoadError as problems:

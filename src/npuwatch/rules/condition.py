@@ -11,6 +11,14 @@ from dataclasses import dataclass
 
 Value = str | int | float
 
+MAX_NESTING = 32
+"""Parentheses and `not`s nested deeper than this in a condition's text are refused before it is
+parsed (rules/grammar.py): pyparsing recurses about 14 frames a level, and no pack may reach the
+interpreter's recursion limit."""
+MAX_TREE_DEPTH = 3 * MAX_NESTING + 2
+"""No tree the grammar makes of an accepted condition is deeper (each level of parentheses adds
+at most an `or` and an `and`); the cache refuses deeper ones (rules/rule_cache_format.py)."""
+
 
 @dataclass(frozen=True)
 class Comparison:

@@ -37,7 +37,11 @@ def convert_faultdiag(source: Path) -> tuple[str, int]:
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON ({error.msg} at line {error.lineno})") from None
+        raise ValueError(
+            f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
+    except RecursionError:
+        raise ValueError("nested too deep to be a FaultDiag knowledge base") from None
     entries = data.get("knowledge-repository", data) if isinstance(data, dict) else None
     if not isinstance(entries, dict) or not entries:
         raise ValueError("expected a JSON object of fault entries (kg-config.json)")
@@ -131,8 +135,10 @@ def _layer(entry: dict[str, Any]) -> str:
 
 
 def _regex_literal(word: str) -> str:
-    # re.escape, then the slash that delimits the pattern in the condition language.
-    return re.escape(word).replace("/", "\\/")
+    # re.escape, then the slash that delimits the pattern in the condition language; a line
+    # break or other control character as an escape (the condition's /.../ is one line).
+    escaped = re.escape(word).replace("/", "\\/")
+    return re.sub(r"\\?([\x00-\x1f\x7f])", lambda m: f"\\x{ord(m[1]):02x}", escaped)
 
 
 def _get(entry: dict[str, Any], dotted: str) -> Any:

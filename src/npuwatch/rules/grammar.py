@@ -20,7 +20,7 @@ from typing import Any
 
 import pyparsing as pp
 
-from npuwatch.rules.condition import And, Comparison, Node, Not, Or
+from npuwatch.rules.condition import MAX_NESTING, And, Comparison, Node, Not, Or
 
 
 class ConditionSyntaxError(ValueError):
@@ -131,6 +131,16 @@ _CONDITION = _build()
 
 def parse_condition(text: str) -> Node:
     """Parse a condition; raises ConditionSyntaxError with the line and column of the problem."""
+    too_deep = _too_deep_at(text)
+    if too_deep is not None:
+        line = text.count("\n", 0, too_deep) + 1
+        column = too_deep - (text.rfind("\n", 0, too_deep) + 1) + 1
+        raise ConditionSyntaxError(
+            f"nested deeper than {MAX_NESTING} (parentheses and 'not'): write it flatter, "
+            "with 'and' and 'or' lists",
+            line,
+            column,
+        )
     try:
         result = _CONDITION.parse_string(text, parse_all=True)
     except pp.ParseBaseException as error:
@@ -143,6 +153,60 @@ def parse_condition(text: str) -> Node:
     node = result[0]
     assert isinstance(node, Comparison | Not | And | Or)
     return node
+
+
+_WORD = re.compile(r"[A-Za-z0-9_@.\-:]+")
+_QUOTED = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?")
+_REGEX = re.compile(r"/(?:[^/\\\n]|\\.)*/?")
+
+
+def _too_deep_at(text: str) -> int | None:
+    """The offset where parentheses and `not`s nest deeper than MAX_NESTING, else None.
+
+    Counted as the grammar nests: each '(' opens a level, and each `not` adds one to its level
+    until the `and`/`or` that ends its operand; strings and regexes are skipped as the grammar
+    reads them (a regex only right after `~`)."""
+    levels = [0]  # the `not`s waiting in each open parenthesis (the outermost: none open)
+    position, after_match = 0, False
+    while position < len(text):
+        character = text[position]
+        if character.isspace():
+            position += 1
+            continue
+        start, operator = position, after_match
+        after_match = False
+        if character in "\"'":
+            position = _end(_QUOTED, text, position)
+        elif character == "/" and operator:
+            position = _end(_REGEX, text, position)
+        elif character == "~":
+            after_match = True
+            position += 1
+        elif character == "(":
+            levels.append(0)
+            position += 1
+        elif character == ")":
+            if len(levels) > 1:
+                levels.pop()
+            position += 1
+        else:
+            word = _WORD.match(text, position)
+            if word is None:
+                position += 1
+                continue
+            position = word.end()
+            if word[0] == "not":
+                levels[-1] += 1
+            elif word[0] in ("and", "or"):
+                levels[-1] = 0
+        if len(levels) - 1 + sum(levels) > MAX_NESTING:
+            return start
+    return None
+
+
+def _end(token: re.Pattern[str], text: str, position: int) -> int:
+    found = token.match(text, position)
+    return found.end() if found is not None else position + 1
 
 
 def _unclosed_parenthesis(text: str) -> int | None:

@@ -7,13 +7,13 @@ keeps what it validated. A test holds the two to the same fields and defaults.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from npuwatch.rules.compiler import Extractor, IndexKey, Predicate
 from npuwatch.rules.condition import Node
+from npuwatch.rules.patterns import LinearPattern
 
 Severity = Literal["critical", "error", "warning", "info"]
 SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
@@ -126,7 +126,7 @@ class Rule:
     predicate: Predicate
     keys: frozenset[IndexKey] | None
     extractor: Extractor | None = None
-    patterns: tuple[re.Pattern[str], ...] = field(default=())
+    patterns: tuple[LinearPattern, ...] = field(default=())
     exact: bool = False
     """Found through its index keys, a record matches without testing the condition."""
     node: Node | None = None

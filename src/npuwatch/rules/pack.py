@@ -7,7 +7,6 @@ Below both ways a pack comes in, rules/pack_file.py (reading the file) and rules
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +15,7 @@ from npuwatch.records import Record
 from npuwatch.rules.compiler import Extractor, compile_condition
 from npuwatch.rules.condition import Node
 from npuwatch.rules.model import Rule, RuleSpec
+from npuwatch.rules.patterns import LinearPattern, compile_pattern
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,10 @@ def build_rule(spec: RuleSpec, pack: str, origin: str, condition: Node) -> Rule:
     """A rule ready to run from its spec and its condition's syntax tree.
 
     Raises CompileError for a condition that parses but cannot work (rules/pack_file.py places
-    it in the file); a spec and tree that compiled once, as the cache holds, compile again.
+    it in the file), PatternError for an extract pattern that cannot run; a spec and tree that
+    compiled once, as the cache holds, compile again.
     """
-    patterns = tuple(re.compile(source) for source in spec.extract)
+    patterns = tuple(compile_pattern(source) for source in spec.extract)
     extractor = _extractor(patterns) if patterns else None
     compiled = compile_condition(condition, extractor)
     return Rule(
@@ -71,14 +72,14 @@ def build_rule(spec: RuleSpec, pack: str, origin: str, condition: Node) -> Rule:
     )
 
 
-def _extractor(patterns: tuple[re.Pattern[str], ...]) -> Extractor:
+def _extractor(patterns: tuple[LinearPattern, ...]) -> Extractor:
     def extract(record: Record) -> dict[str, str]:
         values: dict[str, str] = {}
         message = record.message
         for pattern in patterns:
-            match = pattern.search(message)
-            if match is not None:
-                values.update((k, v) for k, v in match.groupdict().items() if v is not None)
+            groups = pattern.named_groups(message)
+            if groups is not None:
+                values.update(groups)
         return values
 
     return extract

@@ -7,7 +7,6 @@ rules/loader.py comes here only for packs the cache (rules/rule_cache.py) cannot
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from npuwatch.rules.compiler import CompileError
 from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
 from npuwatch.rules.model import Rule, RuleSpec
 from npuwatch.rules.pack import Pack, Problem, build_rule
+from npuwatch.rules.patterns import PatternError, compile_pattern
 from npuwatch.rules.schema import PackSchema
 
 # libyaml's loader when PyYAML was built with it (ten times faster); both keep positions.
@@ -40,10 +40,7 @@ def load_pack(path: Path) -> tuple[Pack | None, list[Problem]]:
         finally:
             loader.dispose()
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = getattr(error, "problem", None) or str(error)
-        return None, [Problem(name, line, column, f"not valid YAML: {problem}")]
+        return None, [yaml_problem(name, text, error)]
     if not isinstance(data, dict):
         return None, [Problem(name, 1, 1, "a rule pack is a mapping with 'pack' and 'rules'")]
     try:
@@ -77,6 +74,24 @@ def load_pack(path: Path) -> tuple[Pack | None, list[Problem]]:
     return Pack(pack.pack, pack.disable, tuple(rules)), problems
 
 
+def yaml_problem(path: str, text: str, error: yaml.YAMLError) -> Problem:
+    """A YAML error in one line at its place: PyYAML's own text puts its mark (`in "<unicode
+    string>", line 3, column 5`) on lines of their own."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    context = getattr(error, "context", None)
+    if isinstance(error, yaml.reader.ReaderError):  # a character YAML does not allow
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+        what = f"character #x{error.character:04x} is not allowed in YAML: {error.reason}"
+        return Problem(path, line, column, f"{what}; remove it")
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    what = " ".join(str(problem or error).split())
+    if context:
+        what = f"{what} ({' '.join(str(context).split())})"
+    return Problem(path, line, column, f"not valid YAML: {what}; fix the YAML syntax here")
+
+
 def compile_rule(
     spec: RuleSpec,
     pack: str,
@@ -86,11 +101,11 @@ def compile_rule(
     text: str = "",
 ) -> tuple[Rule | None, Problem | None]:
     """Compile one rule; on a problem, say where it is in the file (the extract patterns are
-    compiled again by build_rule, from re's cache)."""
+    compiled again by build_rule, from the patterns' cache)."""
     for index, source in enumerate(spec.extract):
         try:
-            pattern = re.compile(source)
-        except re.error as error:
+            pattern = compile_pattern(source)
+        except PatternError as error:
             where = _child(node, ("extract", index))
             return None, _at(path, where, f"rule {spec.id}: bad extract pattern: {error}")
         if not pattern.groupindex:
