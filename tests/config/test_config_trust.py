@@ -41,3 +41,21 @@ def test_a_configuration_another_user_owns_is_refused(
         f"{config}: cannot read: owned by {other_user.name} (uid {other_user.uid}): chmod go-w "
         "and chown it to root, or this user"
     ]
+
+
+def test_a_rule_pack_anyone_may_write_is_refused_by_rules_check_and_by_scan(
+    tmp_path: Path,
+) -> None:
+    pack = tmp_path / "site.yaml"
+    pack.write_text(
+        "pack: site\nrules:\n  - id: site.x\n    when: level == \"ERROR\"\n    severity: warning\n"
+    )
+    pack.chmod(0o666)
+    refusal = (
+        f"{pack}:1:1: cannot read the file: writable by others (mode 666): chmod go-w and chown "
+        "it to root, or this user"
+    )
+    check = run_npuwatch("rules", "check", str(pack), timeout=60)
+    assert check.returncode == 1 and refusal in check.stdout + check.stderr
+    scan = run_npuwatch("scan", str(tmp_path), "--rules", str(pack), timeout=60)
+    assert scan.returncode == 2 and refusal in scan.stderr

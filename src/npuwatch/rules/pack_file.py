@@ -19,6 +19,7 @@ from npuwatch.rules.model import Rule, RuleSpec
 from npuwatch.rules.pack import Pack, Problem, build_rule
 from npuwatch.rules.patterns import PatternError, compile_pattern
 from npuwatch.rules.schema import PackSchema
+from npuwatch.untrusted_files import read_trusted_file
 
 # libyaml's loader when PyYAML was built with it (ten times faster); both keep positions.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -29,8 +30,11 @@ def load_pack(path: Path) -> tuple[Pack | None, list[Problem]]:
     problems when the file as a whole does not read or validate)."""
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        # A pack decides what the agent reports: one another user could change is refused.
+        text = read_trusted_file(path).decode("utf-8")
+    except OSError as error:
+        return None, [Problem(name, 1, 1, f"cannot read the file: {error.strerror or error}")]
+    except UnicodeDecodeError as error:
         return None, [Problem(name, 1, 1, f"cannot read the file: {error}")]
     try:
         loader = _YAML_LOADER(text)

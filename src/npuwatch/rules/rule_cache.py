@@ -37,6 +37,7 @@ from npuwatch.rules.condition import And, Comparison, Not, Or
 from npuwatch.rules.model import Rule
 from npuwatch.rules.pack import Pack, build_rule
 from npuwatch.rules.patterns import LinearPattern, compile_pattern, restore_patterns
+from npuwatch.untrusted_files import read_trusted_file
 
 _RULES_FOLDER = Path(__file__).resolve().parent
 # A pack's meaning comes from the schema (defaults, validation), the grammar, the classes the
@@ -223,7 +224,7 @@ def _stamp(files: Sequence[Path]) -> str | None:
     try:
         for path in (*_MEANING, *files):
             digest.update(f"\0{path}\0".encode())
-            digest.update(path.read_bytes())
+            digest.update(read_trusted_file(path))  # as the packs are read: no FIFO, no stall
     except OSError:
         return None
     return digest.hexdigest()
