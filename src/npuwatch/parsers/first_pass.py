@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from npuwatch.bounded_numbers import SAFE_DECIMAL_LENGTH, fitting_int
 from npuwatch.parsers.codes import find_error_codes
 from npuwatch.parsers.slog import PRE_CLOCK_SYNC_PREFIX, STRICT
 from npuwatch.records import Flag, Record, SourceInfo
@@ -84,19 +85,27 @@ def scan_chunk_python(
         record.format = "slog"
         record.level = level
         record.logger = module
-        record.pid = int(pid)
+        flags = 0
+        # Up to 18 characters always fit 64 bits: longer pids are rare enough to check fully.
+        record.pid = int(pid) if len(pid) <= SAFE_DECIMAL_LENGTH else fitting_int(pid)
+        if record.pid is None:
+            flags = Flag.VALUE_OUT_OF_RANGE
         # A space after the comma is a known anomaly (`DRV(28499, hccp_service.bin)`).
         record.process_name = pname if pname[:1] != " " else pname[1:]
-        # ms and us are three digits each, so their concatenation is the microseconds.
-        record.timestamp_us = None if base is None else base + int(second + milli + micro)
+        if base is None or second > "60":
+            # An impossible date or time (30 February, hour 25, second 75): no time, a flag.
+            record.timestamp_us = None
+            flags |= Flag.VALUE_OUT_OF_RANGE
+        else:
+            # ms and us are three digits each, so their concatenation is the microseconds.
+            record.timestamp_us = base + int(second + milli + micro)
+            if minute < PRE_CLOCK_SYNC_PREFIX:
+                flags |= Flag.PRE_CLOCK_SYNC
         body = parse_text[match.end() :]
         record.body = body
         record.offset = start
         record.end_offset = position
         record.source = source
-        flags = 0
-        if base is not None and minute < PRE_CLOCK_SYNC_PREFIX:
-            flags = Flag.PRE_CLOCK_SYNC
         codes = find_error_codes(body)
         if codes:
             record.error_codes = codes

@@ -126,7 +126,8 @@ class StreamParser:
                 append(current)
             timestamp = record.timestamp_us
             if timestamp is None:
-                if last_timestamp is not None:
+                # A record whose own date is impossible (30 February) keeps no time at all.
+                if last_timestamp is not None and not record.flags & Flag.VALUE_OUT_OF_RANGE:
                     record.timestamp_us = last_timestamp
                     record.flags |= Flag.TIMESTAMP_INFERRED | last_pre_sync
             else:
