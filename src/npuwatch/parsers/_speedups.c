@@ -434,8 +434,8 @@ fail:
 }
 
 static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "scan_chunk takes 7 arguments");
+    if (nargs != 7 && nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "scan_chunk takes 7 arguments, or 9");
         return NULL;
     }
     PyObject *data = args[0];
@@ -447,6 +447,14 @@ static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
     Py_ssize_t max_line = PyLong_AsSsize_t(args[5]);
     if ((offset == -1 || max_line == -1) && PyErr_Occurred()) {
         return NULL;
+    }
+    Py_ssize_t first = 0, max_lines = -1;
+    if (nargs == 9) {
+        first = PyLong_AsSsize_t(args[7]);
+        max_lines = PyLong_AsSsize_t(args[8]);
+        if ((first == -1 || max_lines == -1) && PyErr_Occurred()) {
+            return NULL;
+        }
     }
     PyTypeObject *type = (PyTypeObject *)args[2];
     PyObject *minutes = args[3];
@@ -468,8 +476,14 @@ static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
     char last_minute[16];
     PyObject *last_base = NULL;
 
-    Py_ssize_t position = 0;
-    while (position < size) {
+    if (first < 0 || first > size) {
+        PyErr_SetString(PyExc_ValueError, "scan_chunk: first is outside the data");
+        goto fail;
+    }
+    Py_ssize_t position = first;
+    Py_ssize_t lines = 0;
+    while (position < size && (max_lines < 0 || lines < max_lines)) {
+        lines++;
         const char *line = buffer + position;
         const char *newline = memchr(line, '\n', (size_t)(size - position));
         Py_ssize_t length = newline ? newline - line : size - position;
