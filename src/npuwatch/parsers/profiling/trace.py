@@ -19,6 +19,7 @@ import pandas as pd
 from npuwatch.parsers.problem_list import MAX_PROBLEMS_PER_FILE
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.tables import ParsedTable
+from npuwatch.parsers.table_numbers import usable_cell
 
 PROCESS_NAME = "process_name"
 THREAD_NAME = "thread_name"
@@ -129,7 +130,4 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    try:
-        return float(value.strip() if isinstance(value, str) else value)
-    except ValueError:
-        return None
+    return usable_cell(value)  # None for text, inf, nan and a JSON int past 64 bits
