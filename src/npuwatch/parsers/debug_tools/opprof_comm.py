@@ -86,7 +86,7 @@ def comm_task(name: str, dur: float, args: Mapping[str, Any]) -> CommTask:
 
     def rank(key: str) -> int | None:
         value = number(args.get(key))
-        return int(value) if value is not None else None
+        return int(value) if value is not None and abs(value) < 2.0**63 else None
 
     return CommTask(
         name=name,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.problem_list import MAX_PROBLEMS_PER_FILE
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.tables import ParsedTable
@@ -98,8 +99,9 @@ def device_of_trace(frame: pd.DataFrame) -> int | None:
     devices = set()
     for label in frame[PROCESS_LABEL].dropna().unique():
         match = _NPU_LABEL.match(str(label).strip())
-        if match and match[1] is not None:
-            devices.add(int(match[1]))
+        device = fitting_int(match[1]) if match and match[1] is not None else None
+        if device is not None:
+            devices.add(device)
     return devices.pop() if len(devices) == 1 else None
 
 
