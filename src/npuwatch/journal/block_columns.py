@@ -98,10 +98,19 @@ def columns_python(
     kind = "B" if len(names) <= 256 else "H"
     codes = list(map(_CODES, records))
     originals = list(map(_ORIGINAL, records))
-    flag_values = list(map(_FLAGS, records))
-    for index in clipped:  # the rare records that had a value out of range
-        flag_values[index] |= OUT_OF_RANGE_FLAG
-    flagged = compress(range(count), map(and_, flag_values, repeat(exported_flags)))
+    flag_values: Sequence[int] | None = None
+    if clipped:  # the rare batch with a value out of range: those records are flagged
+        flag_values = list(map(_FLAGS, records))
+        for index in clipped:
+            flag_values[index] |= OUT_OF_RANGE_FLAG
+    flagged = compress(
+        range(count),
+        map(
+            and_,
+            map(_FLAGS, records) if flag_values is None else flag_values,
+            repeat(exported_flags),
+        ),
+    )
     notable = compress(
         range(count), map(or_, map(notable_levels.__contains__, levels), map(bool, codes))
     )
@@ -118,7 +127,10 @@ def columns_python(
         distinct_pids={pid for pid in pids if pid is not None},
         distinct_levels=distinct_levels,
         distinct_loggers=distinct_loggers,
-        flags=[[i, flag_values[i] & exported_flags] for i in flagged],
+        flags=[
+            [i, (records[i].flags if flag_values is None else flag_values[i]) & exported_flags]
+            for i in flagged
+        ],
         codes=[[i, codes[i]] for i in compress(range(count), codes)],
         originals=originals,
         notable=list(notable),
