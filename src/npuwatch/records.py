@@ -264,7 +264,10 @@ class Record:
         source = self.source or _NO_SOURCE
         doc: dict[str, Any] = {}
         if self.timestamp_us is not None:
-            doc["@timestamp"] = format_timestamp(self.timestamp_us)
+            try:  # noqa: SIM105 - a try is free per document, suppress() is a context manager
+                doc["@timestamp"] = format_timestamp(self.timestamp_us)
+            except OverflowError:  # beyond the year 9999 (no parser dates one so): no time
+                pass
         doc["message"] = self.message
         log: dict[str, Any] = {}
         if self.level is not None:
