@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import npuwatch.parsers.first_pass as first_pass_module
 from npuwatch.parsers import StreamParser
 from npuwatch.parsers.first_pass import NATIVE, scan_chunk, scan_chunk_python
 from npuwatch.parsers.slog import SlogRecord
@@ -19,15 +20,18 @@ from tests.npuwatch_command import clean_environment
 
 PEAK_RSS = (
     "import resource, sys\n"
+    "import npuwatch.parsers.first_pass as first_pass\n"
     "from npuwatch.cli import main\n"
     "code = main(sys.argv[1:])\n"
+    "print(first_pass.__file__, first_pass.NATIVE, file=sys.stderr)\n"
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 
 
 def peak_kib(*arguments: str) -> tuple[int, str]:
-    """`npuwatch ARGUMENTS` in a process of its own: its exit code... and its peak RSS in KiB."""
+    """`npuwatch ARGUMENTS` in a process of its own (this tree's package): its peak RSS in KiB
+    and what it printed."""
     ran = subprocess.run(
         [sys.executable, "-c", PEAK_RSS, *arguments],
         capture_output=True,
@@ -37,7 +41,9 @@ def peak_kib(*arguments: str) -> tuple[int, str]:
         check=False,
     )
     assert ran.returncode == 0, ran.stderr
-    return int(ran.stderr.splitlines()[-1]), ran.stdout
+    *_, imported, peak = ran.stderr.splitlines()
+    assert imported.startswith(str(Path(first_pass_module.__file__))), imported  # this tree's
+    return int(peak), ran.stdout
 
 
 def test_parsing_a_file_of_only_newlines_stays_within_a_bounded_memory(tmp_path: Path) -> None:
