@@ -58,3 +58,11 @@ def test_a_record_without_a_body_has_empty_body_fields() -> None:
     assert (record.message, record.function, record.tags) == ("", None, None)
     with pytest.raises(AttributeError):
         record.no_such_field  # noqa: B018
+
+
+def test_a_time_past_the_year_9999_makes_a_document_without_a_time_not_an_error() -> None:
+    record = Record("a line", "slog")
+    record.timestamp_us = 2**62  # only a damaged journal holds such a time
+    document = record.to_document()
+    assert "@timestamp" not in document
+    assert document["event"]["original"] == "a line"

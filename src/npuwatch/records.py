@@ -20,6 +20,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, NamedTuple
 
+from npuwatch.bounded_numbers import OUT_OF_RANGE_FLAG
 from npuwatch.vocabulary import ERROR_LEVELS
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -64,6 +65,10 @@ class Flag:
     """The record's first line was wrapped: grep output, a rank or worker prefix, a `> ` quote,
     leading blanks (a log pasted into a ticket). The header was read after the wrapping, which
     `event.original` keeps."""
+    VALUE_OUT_OF_RANGE = OUT_OF_RANGE_FLAG
+    """A number or a date in the record could not be kept: a number too large for 64 bits (a
+    pid of 2**63), or a date that does not exist (30 February, hour 25). The field is left
+    empty (a record with an impossible date has no time); `event.original` keeps the text."""
     HAS_CODES = 1 << 16
     """Internal, never exported: the record carries error, runtime or framework codes. The rule
     engine tests this one bit to skip the code lookups for the records (nearly all) without."""
@@ -79,6 +84,7 @@ class Flag:
         "split": SPLIT,
         "incomplete": INCOMPLETE,
         "prefixed": PREFIXED,
+        "value_out_of_range": VALUE_OUT_OF_RANGE,
     }
 
     @classmethod
@@ -258,7 +264,10 @@ class Record:
         source = self.source or _NO_SOURCE
         doc: dict[str, Any] = {}
         if self.timestamp_us is not None:
-            doc["@timestamp"] = format_timestamp(self.timestamp_us)
+            try:  # noqa: SIM105 - a try is free per document, suppress() is a context manager
+                doc["@timestamp"] = format_timestamp(self.timestamp_us)
+            except OverflowError:  # beyond the year 9999 (no parser dates one so): no time
+                pass
         doc["message"] = self.message
         log: dict[str, Any] = {}
         if self.level is not None:

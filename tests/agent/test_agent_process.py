@@ -82,7 +82,8 @@ def start_agent(
 ) -> subprocess.Popen[bytes]:
     """The agent on `tmp_path/logs`, with fast timings; `settings`: NPUWATCH_* overrides."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("NPUWATCH_")}
-    env["PYTHONPATH"] = str(REPOSITORY)
+    # This tree's package first (not an installed one), and the repository for `tests`.
+    env["PYTHONPATH"] = os.pathsep.join([str(REPOSITORY / "src"), str(REPOSITORY)])
     env["NPUWATCH_SOURCES__RESCAN_INTERVAL"] = "300ms"
     env["NPUWATCH_SOURCES__IDLE_FLUSH"] = "500ms"
     env["NPUWATCH_JOURNAL__COMMIT_INTERVAL"] = "50ms"

@@ -48,7 +48,7 @@ def test_a_rule_pack_anyone_may_write_is_refused_by_rules_check_and_by_scan(
 ) -> None:
     pack = tmp_path / "site.yaml"
     pack.write_text(
-        "pack: site\nrules:\n  - id: site.x\n    when: level == \"ERROR\"\n    severity: warning\n"
+        'pack: site\nrules:\n  - id: site.x\n    when: level == "ERROR"\n    severity: warning\n'
     )
     pack.chmod(0o666)
     refusal = (

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npuwatch.journal import block_columns as module
-from npuwatch.journal.block import encode_block
+from npuwatch.journal.block import decode_block, encode_block
 from npuwatch.journal.block_columns import (
     NONE,
     Columns,
@@ -19,7 +19,7 @@ from npuwatch.journal.block_columns import (
     starts_python,
     text_starts,
 )
-from npuwatch.records import Record
+from npuwatch.records import Flag, Record
 from npuwatch.vocabulary import NOTABLE_LEVELS
 from tests.journal.conftest import parse_plog
 from tests.journal.test_block import MIXED_STREAM, records
@@ -69,21 +69,79 @@ def test_the_c_pass_counts_more_than_256_names_with_two_byte_indexes() -> None:
     assert columns.kind == "H" and len(columns.names) == 301  # INFO and 300 modules
 
 
-@pytest.mark.parametrize("implementation", ["c", "python"])
-def test_a_time_past_int64_or_a_text_that_is_no_str_fails_the_block_in_both(
-    implementation: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if implementation == "python":
+@pytest.fixture(params=["c", "python"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test with it runs once with the C pass and once with the Python reference."""
+    if request.param == "python":
         monkeypatch.setattr(module, "_block_columns", columns_python)
     elif not module.NATIVE:
         pytest.skip("the C extension is not built here (tests/install builds both)")
-    too_late = Record("x", "slog")
+    return str(request.param)
+
+
+def test_a_value_past_64_bits_is_stored_as_none_and_flagged_and_the_block_kept(
+    implementation: str,
+) -> None:
+    too_late, huge_pid, far, reserved, plain = (Record(f"r{i}", "slog") for i in range(5))
     too_late.timestamp_us = 2**63
-    with pytest.raises(OverflowError):
-        encode_block([too_late])
+    huge_pid.pid = 10**30
+    far.offset, far.end_offset = -(2**64), 2**70
+    reserved.pid = NONE  # the one 64-bit value that stands for None
+    plain.pid, plain.timestamp_us, plain.offset = 7, 1_000, 3
+    block = encode_block([too_late, huge_pid, far, reserved, plain])
+    decoded = decode_block(block.payload)
+    assert [(r.timestamp_us, r.pid, r.offset, r.end_offset) for r in decoded] == [
+        (None, None, None, None),
+        (None, None, None, None),
+        (None, None, None, None),
+        (None, None, None, None),
+        (1_000, 7, 3, None),
+    ]
+    assert [r.flags for r in decoded] == [Flag.VALUE_OUT_OF_RANGE] * 4 + [0]
+    assert [r.original for r in decoded] == ["r0", "r1", "r2", "r3", "r4"]
+    assert block.summary.pids == " 7 "
+    assert (block.summary.first_us, block.summary.last_us) == (1_000, 1_000)
+
+
+def test_a_text_that_is_no_str_fails_the_block_in_both(implementation: str) -> None:
     not_text = Record(b"bytes", "slog")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         encode_block([not_text])
+
+
+any_integer = st.none() | st.integers() | st.sampled_from([2**63, -(2**63), 2**63 - 1, -(2**64)])
+
+
+@st.composite
+def records_with_any_integers(draw: st.DrawFn) -> Record:
+    """A record whose times, offsets and pid are any integers at all (a parser's bug)."""
+    record = draw(records())
+    record.timestamp_us = draw(any_integer)
+    record.pid = draw(any_integer)
+    record.offset = draw(any_integer)
+    record.end_offset = draw(any_integer)
+    record.flags = draw(st.integers(0, 2**18 - 1))
+    return record
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(records_with_any_integers(), max_size=12))
+def test_any_integer_is_journaled_without_an_error_the_same_by_both_passes(
+    batch: list[Record],
+) -> None:
+    by_python = columns_python(batch, NOTABLE_LEVELS, EXPORTED)
+    if module.NATIVE:
+        assert c_columns(batch) == by_python
+    decoded = decode_block(encode_block(batch).payload)
+    for record, kept in zip(batch, decoded, strict=True):
+        values = (record.timestamp_us, record.pid, record.offset, record.end_offset)
+        fitting = [v is None or -(2**63) < v < 2**63 for v in values]
+        assert (kept.timestamp_us, kept.pid, kept.offset, kept.end_offset) == tuple(
+            v if fit else None for v, fit in zip(values, fitting, strict=True)
+        )
+        assert kept.flags == (record.flags | (0 if all(fitting) else Flag.VALUE_OUT_OF_RANGE)) & (
+            EXPORTED
+        )
 
 
 @settings(max_examples=200, deadline=None)

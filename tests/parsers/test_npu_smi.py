@@ -310,3 +310,24 @@ def test_a_process_table_with_a_container_pid_column_reads_it() -> None:
         "| 3       1                 | 632268        | python3            | 197                   | 41                      |\n"
     )
     assert report.processes == (NpuProcess(3, 1, 632268, "python3", 197 * MIB, 41),)
+
+
+@pytest.mark.parametrize(
+    ("power", "hbm_total"),
+    [("inf", "65536"), ("nan", "65536"), ("88.7", str(2**70)), ("1" + "0" * 400, "65536")],
+)
+def test_a_reading_that_is_no_finite_number_within_64_bits_is_a_malformed_row(
+    power: str, hbm_total: str
+) -> None:
+    text = (
+        HEADER_910B
+        + f"| 0     910B2               | OK            | {power}        37                0    / 0             |\n"
+        + f"| 0                         | 0000:C1:00.0  | 0           0    / 0          3397 / {hbm_total}         |\n"
+        + "| 1     910B2               | OK            | 88.7        37                0    / 0             |\n"
+        + "| 0                         | 0000:C2:00.0  | 0           0    / 0          3395 / 65536         |\n"
+    )
+    report = parse_npu_smi(text)
+    assert [chip.npu_id for chip in report.chips] == [1]
+    # The chip's two rows go together: the row with the bad value is named, and the row left
+    # without its mate too.
+    assert [p.line_number for p in report.problems] == ([6, 7] if power != "88.7" else [7])

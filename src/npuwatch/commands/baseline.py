@@ -22,6 +22,7 @@ from npuwatch.analysis.baseline.rules import (
     FIGURE_THRESHOLD_RULE,
     THRESHOLD_RULE,
 )
+from npuwatch.commands.argument_types import count_or_zero
 
 _WIDTH = 96
 _EXAMPLES = """\
@@ -197,7 +198,7 @@ def _add_compare(actions: Any, epilog: str) -> None:
     )
     compare.add_argument(
         "--top",
-        type=int,
+        type=count_or_zero,
         metavar="N",
         help="show the N biggest changes (default: 20 in the table, all in --json and --csv; "
         "0 for all); the gate always looks at every operator",

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from npuwatch.commands.argument_types import replica_count
+
 _EXAMPLES = """\
 examples:
   npuwatch es setup                   # with [sinks.elasticsearch] of /etc/npuwatch/npuwatch.toml
@@ -57,7 +59,7 @@ def add_es_commands(commands: Any) -> None:
         if name == "setup":
             action.add_argument(
                 "--replicas",
-                type=int,
+                type=replica_count,
                 default=1,
                 metavar="N",
                 help="replicas of each backing index (0 for a single-node cluster)",

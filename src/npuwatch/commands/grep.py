@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from npuwatch.commands.argument_types import context_lines, identifier, match_limit
+
 _EXAMPLES = """\
 examples:
   npuwatch grep --level ERROR --code E30009 --device 3 --since 1h
@@ -57,21 +59,23 @@ def add_grep_command(commands: Any) -> None:
         metavar="NAME[,NAME]",
         help="records that triggered rule events of these categories (timeout, memory ...)",
     )
-    grep.add_argument("--device", type=int, metavar="ID", help="only this NPU device")
+    grep.add_argument("--device", type=identifier, metavar="ID", help="only this NPU device")
     grep.add_argument("--host", metavar="NAME", help="only this host")
-    grep.add_argument("--pid", type=int, metavar="PID", help="only this process")
+    grep.add_argument("--pid", type=identifier, metavar="PID", help="only this process")
     grep.add_argument(
         "--events", action="store_true", help="print the rule events instead of records"
     )
     grep.add_argument(
         "-C",
         "--context",
-        type=int,
+        type=context_lines,
         default=0,
         metavar="N",
         help="also print N records before and after each match",
     )
-    grep.add_argument("-m", "--max-count", type=int, metavar="N", help="stop after N matches")
+    grep.add_argument(
+        "-m", "--max-count", type=match_limit, metavar="N", help="stop after N matches"
+    )
     grep.add_argument("-c", "--count", action="store_true", help="print only how many matched")
     grep.add_argument("--json", action="store_true", help="one JSON document per line")
     grep.add_argument(

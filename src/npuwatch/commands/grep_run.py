@@ -57,9 +57,14 @@ def parse_when(text: str, now_s: float, zone: tzinfo | None) -> int:
             "date and time such as 2025-09-14 09:30, 2025-09-14T09:30:00Z or a plog's "
             "2025-09-14-09:37:31.402.500"
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
-    return int(moment.timestamp() * 1_000_000)
+    try:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
+        return int(moment.timestamp() * 1_000_000)
+    except (OverflowError, ValueError):  # year 1 moved by a zone before the first day
+        raise ValueError(
+            f"cannot read the time {text!r}: it is out of the years 1 to 9999"
+        ) from None
 
 
 def _names(text: str | None, upper: bool = True) -> frozenset[str]:

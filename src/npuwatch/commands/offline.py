@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from npuwatch.commands.argument_types import context_lines
+
 _EXAMPLES_PARSE = """\
 examples:
   npuwatch parse ~/ascend/log/debug/plog/plog-3813_20250110175352846.log
@@ -80,7 +82,7 @@ def add_offline_commands(commands: Any) -> None:
     )
     scan.add_argument(
         "--context",
-        type=_non_negative,
+        type=context_lines,
         default=50,
         metavar="N",
         help="lines shown before each process's first ERROR (default: 50)",
@@ -120,10 +122,3 @@ def _add_common(parser: argparse.ArgumentParser, host_help: str) -> None:
         "(IANA name such as Asia/Shanghai; default: this host's zone)",
     )
     parser.add_argument("--host", metavar="NAME", help=host_help)
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be 0 or more")
-    return value

@@ -21,17 +21,22 @@ class CorrelateSection(BaseModel):
     model_config = STRICT
 
     poll_interval: Duration = Field(
-        default=5.0, gt=0, description="how often new documents are read and verdicts revised"
+        default=5.0,
+        gt=0,
+        le=3600.0,
+        description="how often new documents are read and verdicts revised",
     )
     overlap: Duration = Field(
         default=120.0,
         gt=0,
+        le=86400.0,
         description="each read starts this long before the newest document read, so that a "
         "document the engine took in late is read too (longer than the engine's refresh)",
     )
     lookback: Duration = Field(
         default=86400.0,
         gt=0,
+        le=365 * 86400.0,
         description="at a start, events and incidents this old are read again (and the "
         "topology of every process still running, however old); processes silent for longer "
         "that no heartbeat lists, and agents silent for longer, are forgotten and their "
@@ -40,6 +45,7 @@ class CorrelateSection(BaseModel):
     quiet_period: Duration = Field(
         default=1800.0,
         gt=0,
+        le=30 * 86400.0,
         description="an incident whose verdict has not changed for this long is closed",
     )
     listen: str = Field(

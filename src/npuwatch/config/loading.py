@@ -11,15 +11,23 @@ from __future__ import annotations
 import copy
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from npuwatch.problems import Problems
+from npuwatch.quantities import (
+    QuantityOutOfRange,
+    format_bytes,
+    format_duration,
+    parse_byte_size,
+    parse_duration,
+)
 from npuwatch.untrusted_files import read_trusted_file
 
 if sys.version_info >= (3, 11):
@@ -207,6 +215,10 @@ def _describe(
         reason = f"expected a table of keys, got {got!r}"
     elif kind == "path_type":
         reason = f"expected a path as a string, got {got!r}"
+    elif kind in _BOUND_KINDS or isinstance(detail.get("ctx", {}).get("error"), QuantityOutOfRange):
+        # What was written (`1000d`), not what it was read as (86400000.0).
+        written = _written(data, location, got)
+        reason = _out_of_range(model, location, written)
     elif kind == "value_error":
         # Our validators write the whole reason, including what they were given.
         reason = str(detail.get("ctx", {}).get("error", detail["msg"]))
@@ -215,6 +227,63 @@ def _describe(
         if variable and kind == "string_type":
             reason += f" (to pass text that reads as a TOML value, quote it: {variable}='\"...\"')"
     return ConfigProblem(source, reason, key=_dotted(location))
+
+
+_BOUND_KINDS = frozenset(
+    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+)
+
+
+def _written(data: Any, location: Location, parsed: object) -> object:
+    """The value at `location` as the file or variable gave it, or `parsed` when it is not there."""
+    if not _present(data, location):
+        return parsed
+    for key in location:
+        data = data[key]
+    return data
+
+
+def _out_of_range(model: type[BaseModel], location: Location, got: object) -> str:
+    """`expected a duration above 0s and at most 10m, got 1e12`: both ends of the range, in the
+    key's own units, whichever end the value missed."""
+    field = _field_at(model, location)
+    if field is None:  # not a field of a model (an item of a list): pydantic's own words
+        return f"out of range, got {got!r}"
+    parser = next((m.func for m in field.metadata if isinstance(m, BeforeValidator)), None)
+    what, shown = "a number", cast(Callable[[Any], str], repr)
+    if parser is parse_duration:
+        what, shown = "a duration", format_duration
+    elif parser is parse_byte_size:
+        what, shown = "a size", format_bytes
+    ends = []
+    for marker in field.metadata:
+        for name, words in (
+            ("gt", "above"),
+            ("ge", "at least"),
+            ("lt", "below"),
+            ("le", "at most"),
+        ):
+            bound = getattr(marker, name, None)
+            if bound is not None:
+                ends.append(f"{words} {shown(bound)}")
+    if not ends:  # a quantity without bounds of its own: the one all quantities have
+        ends = ["of at most 100 years" if what == "a duration" else "of at most 1PiB"]
+    text = repr(got)
+    text = text if len(text) <= 40 else f"{text[:20]}… ({len(text)} characters)"
+    return f"expected {what} {' and '.join(ends)}, got {text}"
+
+
+def _field_at(model: type[BaseModel], location: Location) -> FieldInfo | None:
+    """The field of `model` (or of its nested sections) at `location`."""
+    field = None
+    for key in location:
+        field = model.model_fields.get(key) if isinstance(key, str) else None
+        if field is None:
+            return None
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+    return field
 
 
 def _variable_for(

@@ -37,6 +37,7 @@ class AgentSection(BaseModel):
     drain_timeout: Duration = Field(
         default=60.0,
         gt=0,
+        le=3600.0,
         description="on SIGTERM, how long to drain queues and commit before giving up; keep it "
         "below the unit's TimeoutStopSec (90s)",
     )
@@ -90,39 +91,55 @@ class SourcesSection(BaseModel):
         "runs either way",
     )
     rescan_interval: Duration = Field(
-        default=10.0, gt=0, description="how often the roots are walked for new and grown files"
+        default=10.0,
+        gt=0,
+        le=86400.0,
+        description="how often the roots are walked for new and grown files",
     )
     idle_flush: Duration = Field(
         default=5.0,
         gt=0,
+        le=3600.0,
         description="a record still being assembled (multi-line, or a last line without a "
         "newline) is flushed once its file has been idle this long",
     )
     idle_close: Duration = Field(
         default=60.0,
         gt=0,
+        le=7 * 86400.0,
         description="an open file not written for this long is closed, and reopened by its "
         "identity when it grows",
     )
     deleted_grace: Duration = Field(
         default=30.0,
         gt=0,
+        le=86400.0,
         description="a deleted file still open is read to its end, then closed within this time",
     )
-    max_open_files: int = Field(default=256, ge=1, description="files held open at once")
+    max_open_files: int = Field(default=256, ge=1, le=65536, description="files held open at once")
     read_chunk_bytes: ByteSize = Field(
-        default=1 << 20, ge=4 << 10, description="bytes read from a file at a time (at least 4KiB)"
+        default=1 << 20,
+        ge=4 << 10,
+        le=64 << 20,
+        description="bytes read from a file at a time (at least 4KiB)",
     )
     max_line_bytes: ByteSize = Field(
         default=64 << 10,
         ge=1 << 10,
+        le=64 << 20,
         description="a longer line is cut at this size (at least 1KiB)",
     )
     max_record_lines: int = Field(
-        default=1000, ge=1, description="a multi-line record is cut after this many lines"
+        default=1000,
+        ge=1,
+        le=1_000_000,
+        description="a multi-line record is cut after this many lines",
     )
     max_record_bytes: ByteSize = Field(
-        default=1 << 20, ge=1 << 10, description="a multi-line record is cut at this size"
+        default=1 << 20,
+        ge=1 << 10,
+        le=1 << 30,
+        description="a multi-line record is cut at this size",
     )
     fingerprint_bytes: int = Field(
         default=256,
@@ -135,6 +152,7 @@ class SourcesSection(BaseModel):
     queue_bytes: ByteSize = Field(
         default=16 << 20,
         ge=1 << 20,
+        le=64 << 30,
         description="log text read but not yet in the journal is held in memory up to this "
         "size (as parsed records it takes about four times as much); beyond it reading pauses",
     )
@@ -150,7 +168,7 @@ class RulesSection(BaseModel):
         default=[], description="more rule packs: YAML files, or folders of *.yaml"
     )
     reload_interval: Duration = Field(
-        default=5.0, gt=0, description="how often rule files are checked for changes"
+        default=5.0, gt=0, le=86400.0, description="how often rule files are checked for changes"
     )
 
 
@@ -169,10 +187,16 @@ class DevicesSection(BaseModel):
         "is not on the agent's PATH, e.g. /usr/local/sbin/npu-smi info)",
     )
     interval: Duration = Field(
-        default=30.0, ge=1, description="how often npu-smi is run (it takes ~1 s on 8 cards)"
+        default=30.0,
+        ge=1,
+        le=86400.0,
+        description="how often npu-smi is run (it takes ~1 s on 8 cards)",
     )
     timeout: Duration = Field(
-        default=10.0, gt=0, description="a run taking longer counts as failed (a hung device)"
+        default=10.0,
+        gt=0,
+        le=3600.0,
+        description="a run taking longer counts as failed (a hung device)",
     )
     journal: bool = Field(
         default=True,
@@ -203,11 +227,15 @@ class ProfilingSection(BaseModel):
     settle: Duration = Field(
         default=60.0,
         gt=0,
+        le=7 * 86400.0,
         description="a run is complete when it has analyse.done, or when none of its files "
         "changed for this long",
     )
     scan_interval: Duration = Field(
-        default=30.0, gt=0, description="how often the folders are searched for new runs"
+        default=30.0,
+        gt=0,
+        le=86400.0,
+        description="how often the folders are searched for new runs",
     )
     top_operator_types: int = Field(
         default=20,
@@ -239,12 +267,16 @@ class DebugToolsSection(BaseModel):
     settle: Duration = Field(
         default=60.0,
         gt=0,
+        le=7 * 86400.0,
         description="an output is complete when none of its files changed for this long (the "
         "tools write no end marker); a training monitor's folder is imported again each time "
         "it settled after growing",
     )
     scan_interval: Duration = Field(
-        default=30.0, gt=0, description="how often the folders are searched for new outputs"
+        default=30.0,
+        gt=0,
+        le=86400.0,
+        description="how often the folders are searched for new outputs",
     )
 
 
@@ -260,22 +292,28 @@ class JournalSection(BaseModel):
         examples=["/var/lib/npuwatch/journal"],
     )
     max_age: Duration = Field(
-        default=30 * 86400.0, gt=0, description="segments older than this are deleted"
+        default=30 * 86400.0,
+        gt=0,
+        le=10 * 365 * 86400.0,
+        description="segments older than this are deleted",
     )
     max_bytes: ByteSize = Field(
         default=10 << 30,
         gt=0,
+        le=1 << 50,
         description="the oldest segments are deleted while the journal is larger than this",
     )
     segment_bytes: ByteSize = Field(
         default=256 << 20,
         gt=0,
+        le=64 << 30,
         description="a segment is closed and a new one started beyond this size, and at each "
         "UTC day",
     )
     commit_interval: Duration = Field(
         default=0.5,
         gt=0,
+        le=600.0,
         description="group commit: what was read is written together this often (or at 4 MiB); "
         "each commit is a transaction and an fsync, so shorter costs CPU on a quiet host",
     )
@@ -301,6 +339,7 @@ class CollectiveSection(BaseModel):
     heartbeat_interval: Duration = Field(
         default=30.0,
         ge=1,
+        le=86400.0,
         description="how often the heartbeat says this agent is alive and which processes "
         "still write (the correlator tells a silent process from a host without data by it)",
     )

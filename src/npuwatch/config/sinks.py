@@ -74,18 +74,22 @@ class SearchSinkSection(BaseModel):
         "shipped",
     )
     batch_documents: int = Field(
-        default=2000, ge=1, description="documents in one bulk request at most"
+        default=2000, ge=1, le=1_000_000, description="documents in one bulk request at most"
     )
     batch_bytes: ByteSize = Field(
-        default=8 << 20, ge=1 << 10, description="bytes in one bulk request at most"
+        default=8 << 20, ge=1 << 10, le=1 << 30, description="bytes in one bulk request at most"
     )
     max_backoff: Duration = Field(
-        default=30.0, gt=0, description="longest wait between retries while the engine is down"
+        default=30.0,
+        gt=0,
+        le=86400.0,
+        description="longest wait between retries while the engine is down",
     )
-    timeout: Duration = Field(default=30.0, gt=0, description="timeout of one request")
+    timeout: Duration = Field(default=30.0, gt=0, le=3600.0, description="timeout of one request")
     delete_after: Duration = Field(
         default=30 * 86400.0,
         ge=86400.0,
+        le=100 * 365 * 86400.0,
         description="`npuwatch es setup` installs a lifecycle policy that deletes data this old",
     )
     dead_letter_file: Path | None = Field(

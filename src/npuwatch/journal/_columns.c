@@ -16,23 +16,34 @@
 static PyObject *a_timestamp_us, *a_level, *a_logger, *a_pid, *a_error_codes, *a_flags,
     *a_offset, *a_end_offset, *a_original;
 
-/* `value` (an int or None) as a column's integer; -1 with an exception set. */
-static int as_column_int(PyObject *value, int64_t *out) {
+#define VALUE_OUT_OF_RANGE_FLAG 256 /* records.py's Flag.VALUE_OUT_OF_RANGE */
+
+/* `value` (an int or None) as a column's integer; -1 with an exception set (a value that is no
+ * int). An int beyond 64 bits, or the one that stands for None, is stored as None and counted in
+ * `*clipped`: one value costs its column, never the block. */
+static int as_column_int(PyObject *value, int64_t *out, int *clipped) {
     if (value == Py_None) {
         *out = NONE_VALUE;
         return 0;
     }
     long long number = PyLong_AsLongLong(value);
-    if (number == -1 && PyErr_Occurred()) return -1;
+    if (number == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear();
+        number = NONE_VALUE;
+        *clipped = 1;
+    } else if (number == NONE_VALUE) {
+        *clipped = 1;
+    }
     *out = (int64_t)number;
     return 0;
 }
 
 /* A record's attribute as a column's integer (a new reference is dropped here). */
-static int attribute_int(PyObject *record, PyObject *name, int64_t *out) {
+static int attribute_int(PyObject *record, PyObject *name, int64_t *out, int *clipped) {
     PyObject *value = PyObject_GetAttr(record, name);
     if (value == NULL) return -1;
-    int result = as_column_int(value, out);
+    int result = as_column_int(value, out, clipped);
     Py_DECREF(value);
     return result;
 }
@@ -209,19 +220,22 @@ static PyObject *block_columns(PyObject *module, PyObject *const *args, Py_ssize
     int64_t last_pid = NONE_VALUE;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *record = items[i];
-        if (attribute_int(record, a_timestamp_us, &times[i]) < 0) goto done;
+        int clipped = 0;
+        if (attribute_int(record, a_timestamp_us, &times[i], &clipped) < 0) goto done;
         if (times[i] != NONE_VALUE) {
             if (!dated || times[i] < low) low = times[i];
             if (!dated || times[i] > high) high = times[i];
             dated = 1;
         }
-        if (attribute_int(record, a_offset, &offsets[i]) < 0) goto done;
-        if (attribute_int(record, a_end_offset, &ends[i]) < 0) goto done;
+        if (attribute_int(record, a_offset, &offsets[i], &clipped) < 0) goto done;
+        if (attribute_int(record, a_end_offset, &ends[i], &clipped) < 0) goto done;
 
         PyObject *pid = PyObject_GetAttr(record, a_pid);
         if (pid == NULL) goto done;
-        int failed = as_column_int(pid, &pid_values[i]) < 0;
-        if (!failed && pid != Py_None && (pid_values[i] != last_pid || i == 0)) {
+        int pid_clipped = 0;
+        int failed = as_column_int(pid, &pid_values[i], &pid_clipped) < 0;
+        clipped |= pid_clipped;
+        if (!failed && pid != Py_None && !pid_clipped && (pid_values[i] != last_pid || i == 0)) {
             failed = PySet_Add(pids, pid) < 0;
             last_pid = pid_values[i];
         }
@@ -261,10 +275,15 @@ static PyObject *block_columns(PyObject *module, PyObject *const *args, Py_ssize
         if (has_codes < 0 || failed) goto done;
         if ((last_level_notable || has_codes) && append_index(notable, i) < 0) goto done;
 
-        int64_t flag_value;
-        if (attribute_int(record, a_flags, &flag_value) < 0) goto done;
-        if (flag_value & exported) {
-            PyObject *kept = PyLong_FromLongLong(flag_value & exported);
+        PyObject *record_flags = PyObject_GetAttr(record, a_flags);
+        if (record_flags == NULL) goto done;
+        /* The low bits of any int, as Python's `flags & exported` takes them. */
+        unsigned long long flag_value = PyLong_AsUnsignedLongLongMask(record_flags);
+        Py_DECREF(record_flags);
+        if (flag_value == (unsigned long long)-1 && PyErr_Occurred()) goto done;
+        if (clipped) flag_value |= VALUE_OUT_OF_RANGE_FLAG;
+        if (flag_value & (unsigned long long)exported) {
+            PyObject *kept = PyLong_FromUnsignedLongLong(flag_value & (unsigned long long)exported);
             if (kept == NULL) goto done;
             failed = append_pair(flags, i, kept) < 0;
             Py_DECREF(kept);

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import zstandard
 
+from npuwatch.bounded_numbers import fits
 from npuwatch.journal.block_columns import NONE as _NONE
 from npuwatch.journal.block_columns import Columns, block_columns, text_starts
 from npuwatch.journal.rows import NOTABLE_LEVELS, StoredRecord
@@ -178,18 +179,24 @@ def _notable(records: Sequence[Record], positions: list[int]) -> list[NotableRec
         notable.append(
             NotableRecord(
                 position=position,
-                timestamp_us=record.timestamp_us,
+                # As in the block's columns, a value beyond 64 bits is kept as None.
+                timestamp_us=_kept(record.timestamp_us),
                 level=record.level,
                 logger=record.logger,
-                pid=record.pid,
+                pid=_kept(record.pid),
                 code=record_codes[0] if record_codes else None,
                 codes=f" {' '.join(record_codes)} " if record_codes else " ",
-                device=device,
-                offset=record.offset,
+                device=_kept(device),
+                offset=_kept(record.offset),
                 original=record.original,
             )
         )
     return notable
+
+
+def _kept(value: int | None) -> int | None:
+    """`value` when an index row (a signed 64-bit SQLite column) can hold it, else None."""
+    return value if value is None or fits(value) else None
 
 
 class BlockFormatError(ValueError):

@@ -14,7 +14,9 @@ from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from itertools import accumulate, compress, repeat
 from operator import add, and_, attrgetter, or_
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
+
+from npuwatch.bounded_numbers import LARGEST, OUT_OF_RANGE_FLAG
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
     from npuwatch.records import Record
@@ -22,6 +24,8 @@ if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
 NONE = -(2**63)
 """Stands for None in the integer columns (no record is dated 292,277 BC, no pid or offset is
 that negative)."""
+_NONE_BYTES = array("q", [NONE]).tobytes()
+
 
 _TIMESTAMP = attrgetter("timestamp_us")
 _LEVEL = attrgetter("level")
@@ -77,8 +81,14 @@ def columns_python(
     records: Sequence[Record], notable_levels: Collection[str], exported_flags: int
 ) -> Columns:
     count = len(records)
-    times = list(map(_TIMESTAMP, records))
-    present = [t for t in times if t is not None] if None in times else times
+    clipped: set[int] = set()
+    """Positions of the records with a value no column can hold, stored as None and flagged."""
+    times, time_column = _int_column(list(map(_TIMESTAMP, records)), clipped)
+    _, offset_column = _int_column(list(map(_OFFSET, records)), clipped)
+    _, end_column = _int_column(list(map(_END, records)), clipped)
+    pids, pid_column = _int_column(list(map(_PID, records)), clipped)
+    # The test for a None is a C-speed scan; the list is made only for batches that hold one.
+    present = cast(list[int], [t for t in times if t is not None] if None in times else times)
     levels = list(map(_LEVEL, records))
     loggers = list(map(_LOGGER, records))
     distinct_levels = list(dict.fromkeys(levels))
@@ -86,18 +96,29 @@ def columns_python(
     names = list(dict.fromkeys(distinct_levels + distinct_loggers))
     position = {name: index for index, name in enumerate(names)}
     kind = "B" if len(names) <= 256 else "H"
-    pids = list(map(_PID, records))
     codes = list(map(_CODES, records))
     originals = list(map(_ORIGINAL, records))
-    flagged = compress(range(count), map(and_, map(_FLAGS, records), repeat(exported_flags)))
+    flag_values: Sequence[int] | None = None
+    if clipped:  # the rare batch with a value out of range: those records are flagged
+        flag_values = list(map(_FLAGS, records))
+        for index in clipped:
+            flag_values[index] |= OUT_OF_RANGE_FLAG
+    flagged = compress(
+        range(count),
+        map(
+            and_,
+            map(_FLAGS, records) if flag_values is None else flag_values,
+            repeat(exported_flags),
+        ),
+    )
     notable = compress(
         range(count), map(or_, map(notable_levels.__contains__, levels), map(bool, codes))
     )
     return Columns(
-        times=_int_array(times),
-        offsets=_int_array(list(map(_OFFSET, records))),
-        ends=_int_array(list(map(_END, records))),
-        pids=_int_array(pids),
+        times=time_column,
+        offsets=offset_column,
+        ends=end_column,
+        pids=pid_column,
         lengths=array("I", map(len, originals)).tobytes(),
         names=names,
         level_index=array(kind, map(position.__getitem__, levels)).tobytes(),
@@ -106,7 +127,10 @@ def columns_python(
         distinct_pids={pid for pid in pids if pid is not None},
         distinct_levels=distinct_levels,
         distinct_loggers=distinct_loggers,
-        flags=[[i, records[i].flags & exported_flags] for i in flagged],
+        flags=[
+            [i, (records[i].flags if flag_values is None else flag_values[i]) & exported_flags]
+            for i in flagged
+        ],
         codes=[[i, codes[i]] for i in compress(range(count), codes)],
         originals=originals,
         notable=list(notable),
@@ -116,12 +140,38 @@ def columns_python(
     )
 
 
-def _int_array(values: list[int | None]) -> bytes:
-    """Times, offsets or pids as 64-bit integers, NONE standing for None (firmware pids are -1)."""
+def _int_column(values: list[int | None], clipped: set[int]) -> tuple[list[int | None], bytes]:
+    """Times, offsets or pids as 64-bit integers, NONE standing for None (firmware pids are -1).
+
+    A value no 64-bit column can hold (or NONE itself) is stored as None and its position added
+    to `clipped`: one value costs its column, never the block. Returns the values the column
+    holds, and the column.
+    """
     try:
-        return array("q", values).tobytes()  # type: ignore[type-var]  # TypeError for a None
-    except TypeError:  # records that do not come from a file (a test, standard input)
-        return array("q", [NONE if value is None else value for value in values]).tobytes()
+        column = array("q", values).tobytes()  # type: ignore[type-var]  # TypeError for a None
+    except (TypeError, OverflowError):  # a None (a test, standard input), or out of range
+        pass
+    else:
+        # NONE is a valid 64-bit value: a search of the bytes (at C speed) tells it is absent.
+        if _NONE_BYTES not in column or not _holds_none(column):
+            return values, column
+    kept: list[int | None] = []
+    for index, value in enumerate(values):
+        if value is not None and not -LARGEST <= value <= LARGEST:
+            clipped.add(index)
+            value = None
+        kept.append(value)
+    return kept, array("q", [NONE if value is None else value for value in kept]).tobytes()
+
+
+def _holds_none(column: bytes) -> bool:
+    """Whether NONE is one of the 64-bit integers of `column` (not only bytes across two)."""
+    at = column.find(_NONE_BYTES)
+    while at >= 0:
+        if at % 8 == 0:
+            return True
+        at = column.find(_NONE_BYTES, at + 1)
+    return False
 
 
 def starts_python(lengths: array[int]) -> bytes:

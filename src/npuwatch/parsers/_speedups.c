@@ -27,7 +27,10 @@ static module_state state;
 static const char *LEVELS[8] = {"DEBUG", "INFO", "WARNING", "ERROR", "EVENT", "TRACE", "OPLOG", "NULL"};
 static const Py_ssize_t LEVEL_LENGTHS[8] = {5, 4, 7, 5, 5, 5, 5, 4};
 #define PRE_CLOCK_SYNC_FLAG 4
+#define VALUE_OUT_OF_RANGE_FLAG 256
 #define HAS_CODES_FLAG (1 << 16)
+/* Any number of up to 18 characters (sign included) fits 64 bits: see bounded_numbers.py. */
+#define SAFE_DIGITS 18
 
 /* A tiny cache of strings seen in this chunk (module and process names repeat on every line). */
 #define CACHE_SLOTS 16
@@ -98,6 +101,27 @@ static long long digits_value(const char *p, Py_ssize_t count) {
         value = value * 10 + (p[i] - '0');
     }
     return value;
+}
+
+/* Whether the decimal text `p` (an optional '-', then digits) fits a signed 64-bit value other
+ * than the smallest (which the journal keeps for None); on success `*out` holds it. */
+static int fitting_value(const char *p, Py_ssize_t count, long long *out) {
+    int negative = count > 0 && *p == '-';
+    Py_ssize_t i = negative;
+    while (i < count && p[i] == '0') {
+        i++;
+    }
+    Py_ssize_t significant = count - i;
+    static const char LARGEST[] = "9223372036854775807";
+    if (significant > 19 || (significant == 19 && memcmp(p + i, LARGEST, 19) > 0)) {
+        return 0;
+    }
+    long long value = 0;
+    for (; i < count; i++) {
+        value = value * 10 + (p[i] - '0');
+    }
+    *out = negative ? -value : value;
+    return 1;
 }
 
 /* The strict header. On a match fills the spans and returns the length of the header (with the
@@ -314,23 +338,19 @@ static PyObject *make_record(PyTypeObject *type, PyObject *original, const char 
         goto fail;
 
     Py_ssize_t pid_length = h->pid_end - h->pid_start;
+    const char *pid_text = s + h->pid_start;
     PyObject *pid;
-    if (pid_length <= 18) {
-        const char *p = s + h->pid_start;
-        int negative = *p == '-';
-        long long value = digits_value(p + negative, pid_length - negative);
+    long long pid_value;
+    if (pid_length <= SAFE_DIGITS) {
+        int negative = *pid_text == '-';
+        long long value = digits_value(pid_text + negative, pid_length - negative);
         pid = PyLong_FromLongLong(negative ? -value : value);
+    } else if (fitting_value(pid_text, pid_length, &pid_value)) {
+        pid = PyLong_FromLongLong(pid_value);
     } else {
-        char buffer[256];
-        if (pid_length >= (Py_ssize_t)sizeof(buffer)) {
-            PyObject *digits = PyUnicode_FromStringAndSize(s + h->pid_start, pid_length);
-            pid = digits == NULL ? NULL : PyLong_FromUnicodeObject(digits, 10);
-            Py_XDECREF(digits);
-        } else {
-            memcpy(buffer, s + h->pid_start, (size_t)pid_length);
-            buffer[pid_length] = '\0';
-            pid = PyLong_FromString(buffer, NULL, 10);
-        }
+        /* Beyond 64 bits: no pid, and a flag; `original` keeps the digits. */
+        flags |= VALUE_OUT_OF_RANGE_FLAG;
+        pid = Py_NewRef(Py_None);
     }
     if (set_attr(record, state.a_pid, pid) < 0) goto fail;
 
@@ -369,8 +389,12 @@ static PyObject *make_record(PyTypeObject *type, PyObject *original, const char 
         Py_INCREF(base);
         memcpy(last_minute, t, 16);
     }
-    if (base == Py_None) {
+    /* Seconds past 60 (a leap second) are no time, like a minute that does not exist. */
+    int impossible_second = t[17] > '6' || (t[17] == '6' && t[18] > '0');
+    if (base == Py_None || impossible_second) {
+        /* An impossible date or time: the record is kept, with no time and a flag. */
         Py_DECREF(base);
+        flags |= VALUE_OUT_OF_RANGE_FLAG;
         Py_INCREF(Py_None);
         if (set_attr(record, state.a_timestamp_us, Py_None) < 0) goto fail;
     } else {
@@ -410,8 +434,8 @@ fail:
 }
 
 static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "scan_chunk takes 7 arguments");
+    if (nargs != 7 && nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "scan_chunk takes 7 arguments, or 9");
         return NULL;
     }
     PyObject *data = args[0];
@@ -423,6 +447,14 @@ static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
     Py_ssize_t max_line = PyLong_AsSsize_t(args[5]);
     if ((offset == -1 || max_line == -1) && PyErr_Occurred()) {
         return NULL;
+    }
+    Py_ssize_t first = 0, max_lines = -1;
+    if (nargs == 9) {
+        first = PyLong_AsSsize_t(args[7]);
+        max_lines = PyLong_AsSsize_t(args[8]);
+        if ((first == -1 || max_lines == -1) && PyErr_Occurred()) {
+            return NULL;
+        }
     }
     PyTypeObject *type = (PyTypeObject *)args[2];
     PyObject *minutes = args[3];
@@ -444,8 +476,14 @@ static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
     char last_minute[16];
     PyObject *last_base = NULL;
 
-    Py_ssize_t position = 0;
-    while (position < size) {
+    if (first < 0 || first > size) {
+        PyErr_SetString(PyExc_ValueError, "scan_chunk: first is outside the data");
+        goto fail;
+    }
+    Py_ssize_t position = first;
+    Py_ssize_t lines = 0;
+    while (position < size && (max_lines < 0 || lines < max_lines)) {
+        lines++;
         const char *line = buffer + position;
         const char *newline = memchr(line, '\n', (size_t)(size - position));
         Py_ssize_t length = newline ? newline - line : size - position;

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
+from npuwatch.bounded_numbers import field_int
 from npuwatch.parsers.timestamps import LocalClock, fields_us
-from npuwatch.records import Record
+from npuwatch.records import Flag, Record
 
 _CODE = r"[EW][0-9A-Z][0-9]{4}"
 _TS = (
@@ -58,8 +59,8 @@ def match_console(text: str, start: int, clock: LocalClock, year: int | None) ->
             record = _record(text, "error_block", "ERROR" if first == "E" else "WARNING")
             record.error_codes = [match[1]]
             if match[2]:
-                record.pid = int(match[2])
-            record.timestamp_us = _ts(clock, match, 3)
+                record.pid = field_int(record, match[2])
+            record.timestamp_us = _ts(record, clock, match, 3)
             record.message = text[match.end() :].lstrip(" ")
             return record
     if first == "[":
@@ -67,18 +68,18 @@ def match_console(text: str, start: int, clock: LocalClock, year: int | None) ->
         if match is not None:
             record = _record(text, "error_block", "ERROR" if match[11][0] == "E" else "WARNING")
             record.error_codes = [match[11]]
-            record.pid = int(match[1])
-            record.timestamp_us = _ts(clock, match, 2)
+            record.pid = field_int(record, match[1])
+            record.timestamp_us = _ts(record, clock, match, 2)
             record.message = text[match.end() :]
             return record
         match = _TORCH_NPU.match(text, start)
         if match is not None:
             record = _record(text, "torch_npu", _level(match[1]))
-            record.timestamp_us = _ts(clock, match, 2)
-            record.pid = int(match[10])
-            device, rank = int(match[11]), int(match[12])
-            record.device = device if device >= 0 else None
-            record.rank = rank if rank >= 0 else None
+            record.timestamp_us = _ts(record, clock, match, 2)
+            record.pid = field_int(record, match[10])
+            device, rank = field_int(record, match[11]), field_int(record, match[12])
+            record.device = device if device is not None and device >= 0 else None
+            record.rank = rank if rank is not None and rank >= 0 else None
             record.framework_code = match[13]
             record.message = text[match.start(13) :]
             return record
@@ -87,8 +88,8 @@ def match_console(text: str, start: int, clock: LocalClock, year: int | None) ->
             record = _record(text, "c10", _C10_LEVELS[match[1]])
             if match[2] and year is not None:
                 fields = [year, *(int(match[i]) for i in range(2, 7))]
-                record.timestamp_us = fields_us(clock, fields, _micro(match[7]))
-            record.origin_file, record.origin_line = match[8], int(match[9])
+                record.timestamp_us = _dated(record, fields_us(clock, fields, _micro(match[7])))
+            record.origin_file, record.origin_line = match[8], field_int(record, match[9])
             record.message = text[match.end() :]
             return record
         match = _BRACKET_LEVEL.match(text, start)
@@ -122,14 +123,21 @@ def _level(word: str) -> str:
     return "WARNING" if word == "WARN" else word
 
 
-def _ts(clock: LocalClock, match: re.Match[str], first_group: int) -> int | None:
+def _ts(record: Record, clock: LocalClock, match: re.Match[str], first_group: int) -> int | None:
     """Time from the seven groups of _TS starting at `first_group` (ms and us optional)."""
     if match[first_group] is None:
         return None
     fields = [int(match[first_group + i]) for i in range(6)]
     milli, micro = match[first_group + 6], match[first_group + 7]
     fraction = int(milli) * 1000 + int(micro) if milli is not None else 0
-    return fields_us(clock, fields, fraction)
+    return _dated(record, fields_us(clock, fields, fraction))
+
+
+def _dated(record: Record, timestamp_us: int | None) -> int | None:
+    """The time of a date the line wrote; None, and the record flagged, when it is impossible."""
+    if timestamp_us is None:
+        record.flags |= Flag.VALUE_OUT_OF_RANGE
+    return timestamp_us
 
 
 def _micro(digits: str | None) -> int:

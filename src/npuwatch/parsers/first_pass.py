@@ -6,8 +6,10 @@ with one contract: `scan_chunk_python` below, and `_speedups.scan_chunk` in C, u
 extension was built. Tests hold the two to the same output for arbitrary input.
 
 Contract of `scan_chunk(data, offset, record_type, minutes, minute_fallback, max_line_bytes,
-source)`: `data` is a chunk that ends at a line end or at the end of the stream. The result has
-one item per line, in order:
+source, first, max_lines)`: `data` is a chunk that ends at a line end or at the end of the
+stream. The result has one item per line from `data[first:]`, in order, and at most `max_lines`
+of them (-1: no bound; the caller takes the rest from where the last item ends, so that a chunk
+of a million empty lines is never a million items at once):
 
 * a `record_type` instance for a line whose start matches the strict header, with `original`,
   `format`, `level`, `logger`, `pid`, `process_name`, `timestamp_us`, `body`, `offset`,
@@ -25,13 +27,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from npuwatch.bounded_numbers import SAFE_DECIMAL_LENGTH, fitting_int
 from npuwatch.parsers.codes import find_error_codes
 from npuwatch.parsers.slog import PRE_CLOCK_SYNC_PREFIX, STRICT
 from npuwatch.records import Flag, Record, SourceInfo
 
 Item = Record | tuple[str | None, int, int]
 ScanChunk = Callable[
-    [bytes, int, type[Record], dict[Any, Any], Callable[[str], int | None], int, SourceInfo],
+    [
+        bytes,
+        int,
+        type[Record],
+        dict[Any, Any],
+        Callable[[str], int | None],
+        int,
+        SourceInfo,
+        int,
+        int,
+    ],
     list[Item],
 ]
 
@@ -44,17 +57,24 @@ def scan_chunk_python(
     minute_fallback: Callable[[str], int | None],
     max_line_bytes: int,
     source: SourceInfo,
+    first: int = 0,
+    max_lines: int = -1,
 ) -> list[Item]:
     """The reference implementation of the first pass (see the module docstring)."""
     items: list[Item] = []
-    raws = data.split(b"\n")
-    if raws[-1] == b"":
+    if not 0 <= first <= len(data):
+        raise ValueError("scan_chunk: first is outside the data")
+    rest = data[first:] if first else data
+    if not rest:
+        return items
+    raws = rest.split(b"\n") if max_lines < 0 else rest.split(b"\n", max_lines)
+    # Past `max_lines` lines the last part is the rest, for the next call; else an empty last
+    # part means the data ended with a newline.
+    last_has_newline = len(raws) > max_lines >= 0 or raws[-1] == b""
+    if last_has_newline:
         raws.pop()
-        last_has_newline = True
-    else:
-        last_has_newline = False
     last_index = len(raws) - 1
-    position = offset
+    position = offset + first
     strict_match = STRICT.match
     for index, raw in enumerate(raws):
         start = position
@@ -84,19 +104,27 @@ def scan_chunk_python(
         record.format = "slog"
         record.level = level
         record.logger = module
-        record.pid = int(pid)
+        flags = 0
+        # Up to 18 characters always fit 64 bits: longer pids are rare enough to check fully.
+        record.pid = int(pid) if len(pid) <= SAFE_DECIMAL_LENGTH else fitting_int(pid)
+        if record.pid is None:
+            flags = Flag.VALUE_OUT_OF_RANGE
         # A space after the comma is a known anomaly (`DRV(28499, hccp_service.bin)`).
         record.process_name = pname if pname[:1] != " " else pname[1:]
-        # ms and us are three digits each, so their concatenation is the microseconds.
-        record.timestamp_us = None if base is None else base + int(second + milli + micro)
+        if base is None or second > "60":
+            # An impossible date or time (30 February, hour 25, second 75): no time, a flag.
+            record.timestamp_us = None
+            flags |= Flag.VALUE_OUT_OF_RANGE
+        else:
+            # ms and us are three digits each, so their concatenation is the microseconds.
+            record.timestamp_us = base + int(second + milli + micro)
+            if minute < PRE_CLOCK_SYNC_PREFIX:
+                flags |= Flag.PRE_CLOCK_SYNC
         body = parse_text[match.end() :]
         record.body = body
         record.offset = start
         record.end_offset = position
         record.source = source
-        flags = 0
-        if base is not None and minute < PRE_CLOCK_SYNC_PREFIX:
-            flags = Flag.PRE_CLOCK_SYNC
         codes = find_error_codes(body)
         if codes:
             record.error_codes = codes

@@ -67,13 +67,15 @@ def record_from_prefix(text: str, prefix: Prefix, clock: LocalClock, year: int |
     record.origin_file, record.origin_line = prefix.origin_file, prefix.origin_line
     if prefix.date is not None and year is not None:
         record.timestamp_us = clock.local_us(year, *prefix.date)
+        if record.timestamp_us is None:  # 30 February, hour 25: kept with no time
+            record.flags |= Flag.VALUE_OUT_OF_RANGE
     apply_prefix(record, prefix)
     return record
 
 
 def apply_prefix(record: Record, prefix: Prefix) -> None:
     """Flag the record as wrapped, and fill what it lacks from what its prefixes said."""
-    record.flags |= Flag.PREFIXED
+    record.flags |= Flag.PREFIXED | prefix.flags
     if prefix.rank is not None and record.rank is None:
         record.rank = prefix.rank
     if prefix.pid is not None and record.pid is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from npuwatch.bounded_numbers import field_int
 from npuwatch.parsers.timestamps import PRE_CLOCK_SYNC_YEAR, LocalClock, fields_us
 from npuwatch.records import Flag, Record
 
@@ -125,18 +126,27 @@ def _record(text: str, fmt: str, level: str | None, message_start: int) -> Recor
     return record
 
 
-def _time(clock: LocalClock, match: re.Match[str], first: int, fraction_digits: int) -> int | None:
-    """Time from groups year, month, day, hour, minute, second[, fraction] at `first`."""
+def _time(
+    record: Record, clock: LocalClock, match: re.Match[str], first: int, fraction_digits: int
+) -> int | None:
+    """Time from groups year, month, day, hour, minute, second[, fraction] at `first`; None,
+    and the record flagged, when the date is impossible (30 February, hour 25)."""
     fields = [int(match[first + i]) for i in range(6)]
     micro = 0
     if fraction_digits:
         digits = match[first + 6]
         micro = int((digits + "000000")[:6])
-    return fields_us(clock, fields, micro)
+    return _dated(record, fields_us(clock, fields, micro))
+
+
+def _dated(record: Record, timestamp_us: int | None) -> int | None:
+    if timestamp_us is None:
+        record.flags |= Flag.VALUE_OUT_OF_RANGE
+    return timestamp_us
 
 
 def _mark_pre_sync(record: Record, match: re.Match[str], year_group: int) -> None:
-    if int(match[year_group]) < PRE_CLOCK_SYNC_YEAR:
+    if record.timestamp_us is not None and int(match[year_group]) < PRE_CLOCK_SYNC_YEAR:
         record.flags |= Flag.PRE_CLOCK_SYNC
 
 
@@ -145,8 +155,8 @@ def _slogd(text: str, start: int, clock: LocalClock) -> Record | None:
     if match is None:
         return None
     record = _record(text, "slogd", match[8], match.end())
-    record.timestamp_us = _time(clock, match, 1, 3)
-    record.origin_file, record.origin_line = match[9], int(match[10])
+    record.timestamp_us = _time(record, clock, match, 1, 3)
+    record.origin_file, record.origin_line = match[9], field_int(record, match[10])
     _mark_pre_sync(record, match, 1)
     return record
 
@@ -156,10 +166,10 @@ def _python_logging(text: str, start: int, clock: LocalClock) -> Record | None:
     if match is None:
         return None
     record = _record(text, "python_logging", match[9], match.end())
-    record.timestamp_us = _time(clock, match, 1, 3)
+    record.timestamp_us = _time(record, clock, match, 1, 3)
     record.logger = match[8]
     if match[10]:
-        record.origin_file, record.origin_line = match[10], int(match[11])
+        record.origin_file, record.origin_line = match[10], field_int(record, match[11])
     return record
 
 
@@ -176,7 +186,7 @@ def _bracket_datetime(text: str, start: int, clock: LocalClock) -> Record | None
         record = _record(text, "blackbox", "ERROR", match.end())
     else:
         record = _record(text, "host_kernel", None, match.end())
-    record.timestamp_us = _time(clock, match, 1, 6)
+    record.timestamp_us = _time(record, clock, match, 1, 6)
     _mark_pre_sync(record, match, 1)
     return record
 
@@ -198,9 +208,9 @@ def set_kernel_task(record: Record, task: str) -> None:
     if match is None:
         return
     record.process_name = match[1]
-    record.pid = int(match[2])
+    record.pid = field_int(record, match[2])
     if match[3]:
-        record.thread_id = int(match[3])
+        record.thread_id = field_int(record, match[3])
 
 
 def _mindie(text: str, start: int, clock: LocalClock) -> Record | None:
@@ -208,10 +218,10 @@ def _mindie(text: str, start: int, clock: LocalClock) -> Record | None:
     if match is None:
         return None
     record = _record(text, "mindie", match[8], match.end())
-    record.timestamp_us = _time(clock, match, 1, 1)
-    record.thread_id = int(match[9])
+    record.timestamp_us = _time(record, clock, match, 1, 1)
+    record.thread_id = field_int(record, match[9])
     if match[10]:
-        record.origin_file, record.origin_line = match[10], int(match[11])
+        record.origin_file, record.origin_line = match[10], field_int(record, match[11])
     return record
 
 
@@ -220,11 +230,11 @@ def _torch_distributed(text: str, start: int, clock: LocalClock) -> Record | Non
     if match is None:
         return None
     record = _record(text, "torch_distributed", match[10], match.end())
-    record.pid = int(match[1])
-    record.timestamp_us = _time(clock, match, 2, 1)
+    record.pid = field_int(record, match[1])
+    record.timestamp_us = _time(record, clock, match, 2, 1)
     record.logger = match[9]
     if match[11]:
-        record.thread_id = int(match[11])
+        record.thread_id = field_int(record, match[11])
     return record
 
 
@@ -234,7 +244,7 @@ def _install(text: str, start: int, clock: LocalClock) -> Record | None:
         return None
     record = _record(text, "install", match[8], match.end())
     record.logger = match[1]
-    record.timestamp_us = _time(clock, match, 2, 0)
+    record.timestamp_us = _time(record, clock, match, 2, 0)
     return record
 
 
@@ -244,7 +254,7 @@ def _hsm(text: str, start: int, clock: LocalClock) -> Record | None:
         return None
     record = _record(text, "firmware", match[1], match.end())
     record.logger = match[2]
-    record.timestamp_us = _time(clock, match, 3, 3)
+    record.timestamp_us = _time(record, clock, match, 3, 3)
     _mark_pre_sync(record, match, 3)
     return record
 
@@ -263,13 +273,16 @@ def _syslog(text: str, start: int, clock: LocalClock, year: int | None) -> Recor
     record = _record(text, "syslog", None, match.end())
     record.process_name = match[7]
     if match[8]:
-        record.pid = int(match[8])
+        record.pid = field_int(record, match[8])
     if match[9]:
-        record.pid = int(match[9])
-        record.origin_file, record.origin_line = match[10], int(match[11])
+        record.pid = field_int(record, match[9])
+        record.origin_file, record.origin_line = match[10], field_int(record, match[11])
     if year is not None:
-        record.timestamp_us = clock.local_us(
-            year, _MONTHS[match[1]], int(match[2]), int(match[3]), int(match[4]), int(match[5])
+        record.timestamp_us = _dated(
+            record,
+            clock.local_us(
+                year, _MONTHS[match[1]], int(match[2]), int(match[3]), int(match[4]), int(match[5])
+            ),
         )
     level = re.match(r"\[ascend\]\[" + _LEVEL + r"\]\[(\w+)\]", record.message)
     if level is not None:

@@ -10,8 +10,11 @@ a `Problem`, never an exception.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+
+from npuwatch.bounded_numbers import fits, fitting_int
 
 MIB = 1 << 20
 """npu-smi's `MB` columns are binary megabytes: HBM total reads 65536 for a 64 GiB card."""
@@ -206,7 +209,7 @@ def _read_single_cell(state: _State, cell: str) -> None:
         return
     idle = _NO_PROCESSES.fullmatch(cell)
     if idle is not None:
-        state.idle_npus.append(int(idle["npu"]))
+        state.idle_npus.append(_integer(idle["npu"]))
         return
     raise _Malformed("a one-cell row that is neither the version nor 'No running processes'")
 
@@ -304,10 +307,10 @@ def _pair(token: str) -> tuple[int | None, int | None]:
 
 
 def _integer(token: str) -> int:
-    try:
-        return int(token)
-    except ValueError:
-        raise _Malformed(f"expected a whole number, found {token!r}") from None
+    number = fitting_int(token)
+    if number is None:
+        raise _Malformed(f"expected a whole number of at most 64 bits, found {token[:40]!r}")
+    return number
 
 
 def _optional_integer(token: str) -> int | None:
@@ -318,10 +321,15 @@ def _number(token: str) -> float | None:
     if token in UNKNOWN_VALUES:
         return None
     try:
-        return float(token)
+        number = float(token)
     except ValueError:
-        raise _Malformed(f"expected a number, found {token!r}") from None
+        number = math.nan
+    if not math.isfinite(number):  # `inf`, `nan` and 1e400 are no reading
+        raise _Malformed(f"expected a finite number, found {token[:40]!r}")
+    return number
 
 
 def _bytes(mebibytes: int | None) -> int | None:
+    if mebibytes is not None and not fits(mebibytes * MIB):
+        raise _Malformed(f"{mebibytes} MiB is beyond any memory")
     return None if mebibytes is None else mebibytes * MIB

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from npuwatch.bounded_numbers import finite_float, fits, fitting_int
 from npuwatch.parsers.npu_smi import MIB, UNKNOWN_VALUES, Problem
 
 NPU_ID = "NPU ID"
@@ -87,7 +88,9 @@ class KeyValueBlock:
     def value_bytes(self, key: str) -> int | None:
         """An `(MB)` value in bytes; npu-smi's MB are MiB, as in the summary table."""
         mebibytes = self.value_number(key)
-        return None if mebibytes is None else round(mebibytes * MIB)
+        if mebibytes is None or not fits(round(mebibytes * MIB)):  # a size beyond 64 bits
+            return None
+        return round(mebibytes * MIB)
 
     def value_hertz(self, key: str) -> float | None:
         """A `(MHZ)` value in hertz (`Aicore Freq(MHZ) : 1800` is 1.8e9)."""
@@ -243,12 +246,14 @@ def _identifier(entry: _Entry, problems: list[Problem]) -> int | None:
 
 def _decimal(text: str | None) -> float | None:
     # A pattern, not float() alone, which would also accept `nan`, `inf` and `1_000`.
-    return float(text) if text is not None and _DECIMAL.fullmatch(text) else None
+    if text is None or not _DECIMAL.fullmatch(text):
+        return None
+    return finite_float(float(text))  # 1e400 digits long is no reading either
 
 
 def _whole_number(text: str | None) -> int | None:
     if text is None:
         return None
     if _HEX.fullmatch(text):
-        return int(text, 16)
-    return int(text) if _WHOLE.fullmatch(text) else None
+        return fitting_int(text, 16)
+    return fitting_int(text) if _WHOLE.fullmatch(text) else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import SourceInfo
 
@@ -47,22 +48,26 @@ def describe_path(path: str | None, clock: LocalClock, host: str | None = None) 
     elif (match := _DEVICE_APP.match(name)) or (
         folders and (match := _DEVICE_APP.fullmatch(folders[-1]))
     ):
-        kind, pid, stamp = "device-app", int(match["pid"]), match["ts"]
+        kind, pid, stamp = "device-app", fitting_int(match["pid"]), match["ts"]
         if stamp is None:
             stamp_match = re.search(r"_(\d{17})", name)
             stamp = stamp_match[1] if stamp_match else None
     elif match := _PLOG.match(name):
         kind, stamp = "plog", match["ts"]
-        pid = int(match["pid"]) if match["pid"] else None
+        pid = fitting_int(match["pid"]) if match["pid"] else None
     elif match := _DEVICE_OS.match(name):
         kind, stamp = "device-os", match["ts"]
     elif match := _EVENT.match(name):
         kind, stamp = "event", match["ts"]
     elif match := _DEVICE.match(name):
-        number = int(match["num"])
+        # A number too large for any column names no pid or device: the path still says so.
+        number = fitting_int(match["num"])
         stamp = match["ts"]
         firmware = "firmware" in folders or (
-            number < _LOWEST_APPLICATION_PID and device is not None and number == device
+            number is not None
+            and number < _LOWEST_APPLICATION_PID
+            and device is not None
+            and number == device
         )
         if firmware:
             kind = "firmware"
@@ -90,7 +95,7 @@ def _device_from_folders(folders: list[str]) -> int | None:
     for folder in reversed(folders):
         match = _DEVICE_DIR.match(folder)
         if match:
-            return int(match[1])
+            return fitting_int(match[1])
     return None
 
 

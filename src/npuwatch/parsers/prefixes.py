@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from npuwatch.bounded_numbers import field_int
+
 _GREP_PATH = re.compile(r"[\w./~-]*[\w-]\.log(?:\.old)?:(?:[0-9]+:)?")
 _RANK = re.compile(r"\[rank([0-9]+)\]: ?")
 _WORKER = re.compile(r"\(([^()]*?) pid=([0-9]+)(?:, ip=[0-9a-fA-F.:]+)?\) ")
@@ -47,6 +49,8 @@ class Prefix:
     origin_line: int | None = None
     indented: bool = False
     """Blanks were peeled: the line is a record of its own only if a CANN header comes next."""
+    flags: int = 0
+    """Flags for the record the line starts: a number that did not fit (`value_out_of_range`)."""
 
 
 def peel(text: str) -> Prefix | None:
@@ -62,14 +66,14 @@ def peel(text: str) -> Prefix | None:
         if first == "[":
             match = _RANK.match(text, position)
             if match is not None:
-                found.rank = int(match[1])
+                found.rank = field_int(found, match[1])
             else:
                 match = _STAMP.match(text, position)
         elif first == "(":
             match = _WORKER.match(text, position)
             if match is not None:
                 found.process_name = match[1].strip()
-                found.pid = int(match[2])
+                found.pid = field_int(found, match[2])
         elif first == ">":
             match = _QUOTE.match(text, position)
         elif first in INDENTATION:
@@ -80,7 +84,7 @@ def peel(text: str) -> Prefix | None:
         elif first.isupper() and (match := _VLLM_LOGGER.match(text, position)) is not None:
             found.level = match[1]
             found.date = (int(match[2]), int(match[3]), int(match[4]), int(match[5]), int(match[6]))
-            found.origin_file, found.origin_line = match[7], int(match[8])
+            found.origin_file, found.origin_line = match[7], field_int(found, match[8])
         if match is None and first not in "[(":
             match = _GREP_PATH.match(text, position)
         if match is None or match.end() == position:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from npuwatch.bounded_numbers import field_int
 from npuwatch.parsers.slog_body import FIELD_MARKERS, parse_body
 from npuwatch.parsers.timestamps import PRE_CLOCK_SYNC_YEAR, LocalClock
 from npuwatch.records import Flag, Record
@@ -53,7 +54,7 @@ class SlogRecord(Record):
         original: str,
         level: str,
         module: str,
-        pid: int,
+        pid: int | None,
         process_name: str,
         timestamp_us: int | None,
         body: str,
@@ -74,19 +75,23 @@ def from_strict(match: re.Match[str], text: str, clock: LocalClock) -> SlogRecor
     base = clock.minutes.get(minute)
     if base is None:
         base = clock.slog_minute_us(minute)
+    impossible = base is None or second > "60"
     record = SlogRecord(
         text,
         level,
         module,
-        int(pid),
+        None,
         # A space after the comma is a known anomaly (`DRV(28499, hccp_service.bin)`).
         pname if pname[:1] != " " else pname[1:],
         # ms and us are three digits each, so the concatenation is the microseconds.
-        None if base is None else base + int(second + milli + micro),
+        None if impossible else base + int(second + milli + micro),  # type: ignore[operator]
         text[match.end() :],
     )
-    if minute < PRE_CLOCK_SYNC_PREFIX and base is not None:
-        record.flags = Flag.PRE_CLOCK_SYNC
+    record.pid = field_int(record, pid)
+    if impossible:  # 30 February, hour 25: the record is kept with no time
+        record.flags |= Flag.VALUE_OUT_OF_RANGE
+    elif minute < PRE_CLOCK_SYNC_PREFIX:
+        record.flags |= Flag.PRE_CLOCK_SYNC
     return record
 
 
@@ -108,12 +113,13 @@ def from_tolerant(text: str, start: int, clock: LocalClock) -> SlogRecord | None
         int(match[11]),
         int(match[12]) * 1000 + int(match[13]),
     )
-    record = SlogRecord(
-        text, level, match[2], int(match[3]), match[5], timestamp, text[match.end() :]
-    )
+    record = SlogRecord(text, level, match[2], None, match[5], timestamp, text[match.end() :])
+    record.pid = field_int(record, match[3])
     if match[4]:  # MindSpore's logger: a hex thread id inside the parentheses
         record.format = "mindspore"
-        record.thread_id = int(match[4], 16)
-    if timestamp is not None and year < PRE_CLOCK_SYNC_YEAR:
-        record.flags = Flag.PRE_CLOCK_SYNC
+        record.thread_id = field_int(record, match[4], 16)
+    if timestamp is None:  # 30 February, hour 25: the record is kept with no time
+        record.flags |= Flag.VALUE_OUT_OF_RANGE
+    elif year < PRE_CLOCK_SYNC_YEAR:
+        record.flags |= Flag.PRE_CLOCK_SYNC
     return record

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from npuwatch.bounded_numbers import field_int
 from npuwatch.records import Record
 
 _FUNC = r"[A-Za-z_~][\w~.<>]*(?:::[\w~.<>]+)*(?:\(\))?"
@@ -119,7 +120,7 @@ def parse_body(record: Record, body: str) -> None:
     origin = _ORIGIN.match(body)
     if origin is not None:
         record.origin_file = origin[1]
-        record.origin_line = int(origin[2])
+        record.origin_line = field_int(record, origin[2])
         _parse_tail(record, body[origin.end() :])
         return
     first = body[:1]
@@ -144,7 +145,7 @@ def _parse_tail(record: Record, tail: str) -> None:
     if first.isdigit() or first == " ":
         match = _TID_FUNC.match(tail)
         if match is not None:
-            record.thread_id = int(match[1])
+            record.thread_id = field_int(record, match[1])
             record.function = match[2]
             _set_message(record, tail[match.end() :])
             return
@@ -177,7 +178,7 @@ def _apply(record: Record, match: re.Match[str]) -> None:
         if value is None:
             continue
         if name == "tid":
-            record.thread_id = int(value)
+            record.thread_id = field_int(record, value)
         elif name == "func":
             record.function = value
         elif name == "sub":
@@ -185,15 +186,15 @@ def _apply(record: Record, match: re.Match[str]) -> None:
         elif name == "file":
             record.origin_file = value
         elif name == "line":
-            record.origin_line = int(value)
+            record.origin_line = field_int(record, value)
         elif name == "tag":
             # Read through vars(): reading an unset body field would derive the fields now.
             tags = vars(record).get("tags")
             record.tags = [value] if tags is None else [*tags, value]
         elif name == "rank":
-            record.rank = int(value)
+            record.rank = field_int(record, value)
         elif name == "device":
-            record.device = int(value)
+            record.device = field_int(record, value)
 
 
 def _set_message(record: Record, message: str) -> None:

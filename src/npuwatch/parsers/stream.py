@@ -28,6 +28,9 @@ from npuwatch.parsers.timestamps import LocalClock, year_of
 from npuwatch.records import BatchIndex, Flag, Record
 from npuwatch.vocabulary import QUIET_LEVELS
 
+_LINES_A_PASS = 65_536
+"""Lines the first pass turns into items at a time (a few MiB of items at most)."""
+
 
 @dataclass(frozen=True)
 class ParseLimits:
@@ -83,15 +86,6 @@ class StreamParser:
             self.last_batch = BatchIndex([], [], [])
             return done
         clock = self._clock
-        items = scan_chunk(
-            data,
-            offset,
-            SlogRecord,
-            clock.minutes,
-            clock.slog_minute_us,
-            self._limits.max_line_bytes,
-            self.source,
-        )
         # The loop keeps its state in locals and writes it back at the end: attribute access
         # per line is a measurable share of the parse on a slow interpreter.
         quiet = QUIET_LEVELS
@@ -105,36 +99,58 @@ class StreamParser:
         current = self._current
         last_timestamp = self._last_timestamp
         last_pre_sync = self._last_pre_sync
-        for item in items:
-            if item.__class__ is tuple:
-                self._current = current
-                other = self._other_line(item, data, offset)
-                if other is None:
-                    continue
-                record: Record = other
-            else:
-                record = item  # type: ignore[assignment]
-            if current is not None:
-                level = current.level
-                if current.source is None or self._extra or level not in quiet:
-                    current = self._finish(current)
-                if indexing:
-                    if current.flags:
-                        flagged.append(len(done))
-                    add_level(level)
-                    add_logger(current.logger)
-                append(current)
-            timestamp = record.timestamp_us
-            if timestamp is None:
-                if last_timestamp is not None:
-                    record.timestamp_us = last_timestamp
-                    record.flags |= Flag.TIMESTAMP_INFERRED | last_pre_sync
-            else:
-                if self._year is None:
-                    self._year = year_of(timestamp)
-                last_timestamp = timestamp
-                last_pre_sync = record.flags & Flag.PRE_CLOCK_SYNC
-            current = record
+        first = 0
+        while first < len(data):
+            # At most _LINES_A_PASS items at a time: a chunk of empty lines would otherwise be
+            # an item (a tuple and two ints) per byte, 130 bytes of memory each.
+            items = scan_chunk(
+                data,
+                offset,
+                SlogRecord,
+                clock.minutes,
+                clock.slog_minute_us,
+                self._limits.max_line_bytes,
+                self.source,
+                first,
+                _LINES_A_PASS,
+            )
+            if not items:
+                break
+            last = items[-1]
+            end = last[2] if isinstance(last, tuple) else last.end_offset
+            first = len(data) if end is None else end - offset
+            for item in items:
+                if item.__class__ is tuple:
+                    self._current = current
+                    other = self._other_line(item, data, offset)
+                    if other is None:
+                        continue
+                    record: Record = other
+                else:
+                    record = item  # type: ignore[assignment]
+                if current is not None:
+                    level = current.level
+                    if current.source is None or self._extra or level not in quiet:
+                        current = self._finish(current)
+                    if indexing:
+                        if current.flags:
+                            flagged.append(len(done))
+                        add_level(level)
+                        add_logger(current.logger)
+                    append(current)
+                timestamp = record.timestamp_us
+                if timestamp is None:
+                    # A record whose own date is impossible (30 February) keeps no time at all.
+                    if last_timestamp is not None and not record.flags & Flag.VALUE_OUT_OF_RANGE:
+                        record.timestamp_us = last_timestamp
+                        record.flags |= Flag.TIMESTAMP_INFERRED | last_pre_sync
+                else:
+                    if self._year is None:
+                        self._year = year_of(timestamp)
+                    last_timestamp = timestamp
+                    last_pre_sync = record.flags & Flag.PRE_CLOCK_SYNC
+                current = record
+            del items
         self._current = current
         self._last_timestamp = last_timestamp
         self._last_pre_sync = last_pre_sync

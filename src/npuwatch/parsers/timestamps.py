@@ -21,6 +21,12 @@ PRE_CLOCK_SYNC_YEAR = 2000
 """Device clocks start at 1970 until they are synced; anything before this year is such a time."""
 
 _MAX_CACHED_MINUTES = 100_000
+_EARLIEST_US = (datetime(1, 1, 2, tzinfo=timezone.utc) - EPOCH) // timedelta(microseconds=1)
+_LATEST_MINUTE_US = (datetime(9999, 12, 31, 23, 58, tzinfo=timezone.utc) - EPOCH) // timedelta(
+    microseconds=1
+)
+"""The range of minutes a record may be dated in: a minute and its 60 (leap) seconds after it
+must be a time Python can print in UTC, whatever the zone moved it by (year 1 to 9999)."""
 
 
 def host_timezone() -> tzinfo:
@@ -75,11 +81,14 @@ class LocalClock:
         cached = self.minutes.get(key, -1)
         if cached != -1:
             return cached
+        value: int | None
         try:
             moment = datetime(year, month, day, hour, minute, tzinfo=self.zone)
-            value: int | None = int(moment.timestamp()) * 1_000_000
-        except (ValueError, OverflowError):
+            value = int(moment.timestamp()) * 1_000_000
+        except (ValueError, OverflowError):  # 30 February, hour 25, year 0
             value = None
+        if value is not None and not _EARLIEST_US <= value <= _LATEST_MINUTE_US:
+            value = None  # 9999-12-31 23:59 in a zone behind UTC is in the year 10000 there
         if len(self.minutes) >= _MAX_CACHED_MINUTES:
             self.minutes.clear()
         self.minutes[key] = value
@@ -138,14 +147,20 @@ def first_full_date_us(data: bytes) -> int | None:
     """Midnight UTC of the first date written with its year in `data` (`2025-09-14-09:37:31`,
     `2025-09-14 09:37:31`), or None. A file's own dated lines are a better source for the year of
     its year-less lines (c10's `[E914 09:37:31…]`) than its modification time, which a copy or a
-    clone sets to today."""
-    match = _FULL_DATE.search(data)
-    if match is None:
+    clone sets to today. A date that does not exist (`2023-02-29`) is passed over."""
+    for match in _FULL_DATE.finditer(data):
+        try:
+            day = datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=timezone.utc)
+        except ValueError:  # 30 February: the next date may be a real one
+            continue
+        return (day - EPOCH) // timedelta(microseconds=1)
+    return None
+
+
+def year_of(epoch_us: int) -> int | None:
+    """The UTC year of an epoch-microsecond time (used to complete dates printed without one),
+    or None for a time outside the years 1 to 9999 (a file's modification time can be)."""
+    try:
+        return (EPOCH + timedelta(microseconds=epoch_us)).year
+    except OverflowError:
         return None
-    day = datetime(int(match[1]), int(match[2]), int(match[3]), tzinfo=timezone.utc)
-    return (day - EPOCH) // timedelta(microseconds=1)
-
-
-def year_of(epoch_us: int) -> int:
-    """The UTC year of an epoch-microsecond time (used to complete dates printed without one)."""
-    return (EPOCH + timedelta(microseconds=epoch_us)).year

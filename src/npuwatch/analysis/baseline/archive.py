@@ -25,6 +25,7 @@ from typing import Any
 from npuwatch.analysis.baseline.names import BaselineName, safe_part
 from npuwatch.default_paths import SYSTEM_ARCHIVE
 from npuwatch.durable_files import sync_folder, write_synced
+from npuwatch.parsers.table_numbers import usable_cell
 
 SCHEMA_VERSION = 1
 BASELINES = "baselines"
@@ -87,7 +88,7 @@ class BaselineInfo:
         value = self.metadata.get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
-        return float(value)
+        return usable_cell(value)  # an edited metadata file may hold 1e999 or 400 digits
 
     def _part(self, key: str) -> str:
         parsed = BaselineName.parse(self.name)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from npuwatch.analysis.baseline.archive import Archive, BaselineInfo
+from npuwatch.parsers.table_numbers import usable_cell
 
 _FIELDS = ("op_name", "op_type", "task_type", "count", "total_us", "avg_us", "min_us", "max_us")
 _SEARCHED = ("op_name", "op_type")
@@ -100,7 +101,7 @@ def _search_baseline(
 
 
 def _number(text: str, kind: type[int] | type[float]) -> int | float | None:
-    try:
-        return kind(float(text)) if kind is int else float(text)
-    except ValueError:
+    number = usable_cell(text)  # None for text, inf, nan and past 64 bits
+    if number is None:
         return None
+    return kind(number) if kind is int else number

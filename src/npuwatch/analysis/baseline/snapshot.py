@@ -31,6 +31,7 @@ from npuwatch.parsers.profiling.operators import (
     operator_table,
 )
 from npuwatch.parsers.profiling.run import ProfileRun
+from npuwatch.parsers.table_numbers import numbers_of, usable_numbers
 
 TEXT_COLUMNS = (c.OP_NAME, c.OP_TYPE, c.TASK_TYPE)
 NUMBER_COLUMNS = (c.COUNT, c.TOTAL_US, c.AVG_US, c.MIN_US, c.MAX_US)
@@ -253,13 +254,15 @@ def read_operator_csv(path: Path) -> pd.DataFrame:
         )
     table: pd.DataFrame = frame[OPERATOR_COLUMNS].copy()
     for column in NUMBER_COLUMNS:
-        numbers = pd.to_numeric(table[column], errors="coerce").astype("float64")
-        # A value that is there but no number: an edited or damaged archive, not a gap to fill.
+        numbers = usable_numbers(numbers_of(table[column]))
+        # A value that is there but no number (or inf, or past 64 bits): an edited or damaged
+        # archive, not a gap to fill.
         damaged = numbers.isna() & table[column].notna()
         if damaged.any():
             row = int(damaged.to_numpy().argmax())
             raise ValueError(
-                f"{path}: line {row + 2}: {column} {table[column].iloc[row]!r} is not a number; "
+                f"{path}: line {row + 2}: {column} {str(table[column].iloc[row])[:40]!r} is not "
+                "a number; "
                 "fix the value, or add the baseline again"
             )
         table[column] = numbers

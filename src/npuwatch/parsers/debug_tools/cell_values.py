@@ -9,11 +9,11 @@ accuracy checker, so they live apart from the readers of each kind.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.parsers.table_numbers import usable_cell
 
 PLACEHOLDERS = frozenset(
     {
@@ -44,8 +44,7 @@ def number(cell: Any) -> float | None:
     if cell is None or isinstance(cell, bool):
         return None
     if isinstance(cell, (int, float)):
-        value = float(cell)
-        return value if math.isfinite(value) else None
+        return usable_cell(cell)  # a JSON int of 400 digits is no float: None, not a raise
     text = str(cell).strip().strip("\t").strip()
     if text.lower() in PLACEHOLDERS:
         return None
@@ -56,7 +55,7 @@ def number(cell: Any) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    return value * scale if math.isfinite(value) else None
+    return value * scale if usable_cell(value) is not None else None
 
 
 def text_of(cell: Any) -> str | None:

@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from npuwatch.bounded_numbers import fits
 from npuwatch.records import Record
 
 DEBUG_KIND = "debug"
@@ -58,4 +59,5 @@ def debug_record(original: str, fields: Mapping[str, Any]) -> Record:
 
 
 def _integer(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    # A device or rank past 64 bits is none: no journal column or document field holds it.
+    return value if isinstance(value, int) and not isinstance(value, bool) and fits(value) else None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npuwatch.bounded_numbers import fits, fitting_int
 from npuwatch.parsers.debug_tools.monitor_files import (
     DATA_TYPES,
     KEY_COLUMNS,
@@ -35,6 +36,7 @@ from npuwatch.parsers.debug_tools.monitor_files import (
     read_pieces,
     read_statistics,
     statistics_files,
+    tag_rank,
 )
 from npuwatch.parsers.debug_tools.table_files import decode
 from npuwatch.untrusted_files import read_file
@@ -223,7 +225,7 @@ def _anomaly(key: str, entry: Any, source: str) -> Anomaly | None:
     task = tag.group(4) if tag else ""
     rank = _integer(entry.get("rank"))
     if rank is None:
-        rank = int(tag.group(3)) if tag else UNKNOWN_RANK
+        rank = tag_rank(tag)
     mates = entry.get("group_mates")
     return Anomaly(
         rank=rank,
@@ -248,11 +250,12 @@ def _anomaly(key: str, entry: Any, source: str) -> Anomaly | None:
 def _integer(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
+    # A number past 64 bits (an int, a string of digits, 1e300) is no step, rank or stage.
     if isinstance(value, int):
-        return value
+        return value if fits(value) else None
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
+        return fitting_int(value.strip())
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2.0**63:
         return int(value)
     return None
 

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.debug_tools.table_files import decode
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.parsers.table_numbers import numbers_of
 from npuwatch.untrusted_files import open_binary, read_file
 
 if TYPE_CHECKING:
@@ -183,10 +185,13 @@ def _good_rows(
     for column in numeric:
         if frame[column].dtype.kind not in "fiu":
             raw = frame[column]
-            frame[column] = pd.to_numeric(raw, errors="coerce")
+            frame[column] = numbers_of(raw)
             bad |= frame[column].isna() & raw.notna()
     keys = [column for column in KEY_COLUMNS if column in frame.columns and column != "name"]
     bad |= frame[[*keys, "name"]].isna().any(axis=1)
+    for column in keys:  # a step or stage past 64 bits (or inf) is no step: a damaged row
+        if frame[column].dtype.kind not in "iu":
+            bad |= ~(frame[column].abs() < 2.0**63)
     ops = [column for column in numeric if column not in KEY_COLUMNS]
     # A short row is read with NaN in its missing cells, like a real NaN statistic: only the
     # rows with a NaN are checked against their line (there are none in a healthy run).
@@ -238,7 +243,7 @@ def _by_rank(frame: pd.DataFrame, folder_rank: int) -> Sequence[tuple[int, pd.Da
     tags = [TAG.match(name) for name in categories]
     if not any(tags):
         return [(UNKNOWN_RANK, frame)]
-    ranks = np.asarray([int(tag.group(3)) if tag else UNKNOWN_RANK for tag in tags])
+    ranks = np.asarray([tag_rank(tag) for tag in tags])
     plain = [
         name.rsplit("/rank", 1)[0] if tag else name
         for tag, name in zip(tags, categories, strict=True)
@@ -257,6 +262,13 @@ def _by_rank(frame: pd.DataFrame, folder_rank: int) -> Sequence[tuple[int, pd.Da
     return pieces
 
 
+def tag_rank(tag: re.Match[str] | None) -> int:
+    """The rank a TensorBoard-style tag names; UNKNOWN_RANK without one, or for a number past
+    64 bits (no rank is)."""
+    rank = fitting_int(tag.group(3)) if tag else None
+    return UNKNOWN_RANK if rank is None else rank
+
+
 def _data_type(path: Path) -> str:
     match = _FILE_NAME.match(path.name)
     return match.group(1) if match else ""
@@ -272,7 +284,8 @@ def _folder_rank(path: Path, root: Path) -> int:
     for folder in path.parents:
         match = _RANK_FOLDER.search(folder.name)
         if match:
-            return int(match.group(1))
+            rank = fitting_int(match.group(1))
+            return UNKNOWN_RANK if rank is None else rank
         if folder == root:
             break
     return UNKNOWN_RANK

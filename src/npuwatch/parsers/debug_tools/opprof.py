@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.debug_tools.opprof_files import listing, read_opprof_csv
 from npuwatch.parsers.debug_tools.opprof_metrics import (
     BASIC_INFO,
@@ -176,8 +177,9 @@ def _metric(name: str) -> str | None:
 def _read_launch(root: Path, folder: Path, problems: list[str]) -> OpLaunch:
     relative = folder.relative_to(root).as_posix()
     parts = [] if relative == "." else relative.split("/")
-    device = next((int(m.group(1)) for p in parts if (m := _DEVICE_FOLDER.match(p))), None)
-    launch = next((int(part) for part in reversed(parts) if part.isdigit()), None)
+    # A number past 64 bits in a folder name is no device or launch (the path still says it).
+    device = next((fitting_int(m.group(1)) for p in parts if (m := _DEVICE_FOLDER.match(p))), None)
+    launch = next((fitting_int(part) for part in reversed(parts) if part.isdigit()), None)
     named = [p for p in parts if not p.isdigit() and not _DEVICE_FOLDER.match(p)]
     metrics: dict[str, MetricTable] = {}
     basic = OpBasicInfo()

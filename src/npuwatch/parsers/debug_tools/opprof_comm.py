@@ -10,10 +10,11 @@ type (`HCCS`/`SDMA`, `ROCE`/`RDMA`), they say how much crossed each link and how
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from npuwatch.parsers.table_numbers import usable_cell
 
 _COMM_KEYS = ("size(Byte)", "transport type", "link type")
 
@@ -85,7 +86,7 @@ def comm_task(name: str, dur: float, args: Mapping[str, Any]) -> CommTask:
 
     def rank(key: str) -> int | None:
         value = number(args.get(key))
-        return int(value) if value is not None else None
+        return int(value) if value is not None and abs(value) < 2.0**63 else None
 
     return CommTask(
         name=name,
@@ -110,8 +111,4 @@ def number(value: object) -> float | None:
     """A JSON number, or a string holding one (msprof writes some args as text); else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    try:
-        result = float(value)
-    except ValueError:
-        return None
-    return result if math.isfinite(result) else None
+    return usable_cell(value)  # None for text, inf, and a JSON int past 64 bits

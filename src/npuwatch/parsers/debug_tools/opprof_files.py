@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from npuwatch.parsers.problem_list import ProblemList
+from npuwatch.parsers.table_numbers import usable_cell
 from npuwatch.untrusted_files import read_file
 
 EMPTY_CELLS = frozenset({"", "NA", "N/A"})
@@ -75,8 +75,4 @@ def cell_number(text: str) -> float | None:
     """A cell as a float; None for NA, N/A, empty or anything that is not a finite number."""
     if text in EMPTY_CELLS:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+    return usable_cell(text)

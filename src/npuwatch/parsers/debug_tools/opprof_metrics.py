@@ -121,7 +121,8 @@ def _basic_values(pairs: dict[str, str], where: str, problems: list[str]) -> dic
             values[name] = text
             continue
         number = cell_number(text)
-        if number is None or (name in _WHOLE_FIELDS and not number.is_integer()):
+        whole = name in _WHOLE_FIELDS
+        if number is None or (whole and not (number.is_integer() and abs(number) < 2.0**63)):
             problems.append(f"{where}: {key.strip()} {text!r} is not a number; left empty")
         else:
             values[name] = int(number) if name in _WHOLE_FIELDS else number

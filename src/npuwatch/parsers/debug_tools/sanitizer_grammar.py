@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.debug_tools.sanitizer_records import Frame, RecordDraft, SanitizerRecord
 
 KINDS_BY_MESSAGE = (
@@ -74,7 +75,7 @@ def classify(draft: RecordDraft, message: str) -> None:
     if race is not None:
         fields["kind"] = f"{race[1].lower()}_hazard"
         fields["memory_space"], fields["kernel"] = race[2], race[3]
-        fields["device"] = int(race[4]) if race[4] else None
+        fields["device"] = whole(race[4]) if race[4] else None
         return
     sync = _SYNC.match(message)
     if sync is not None:
@@ -86,11 +87,11 @@ def classify(draft: RecordDraft, message: str) -> None:
             continue
         fields["kind"] = kind
         if kind == "internal_error":
-            fields["serial_no"] = int(found[1])
+            fields["serial_no"] = whole(found[1])
         elif found.groups():
-            fields["size_bytes"] = int(found[1])
+            fields["size_bytes"] = whole(found[1])
         if kind.endswith("_summary"):
-            fields["count"] = int(found[2])
+            fields["count"] = whole(found[2])
         if kind in {"illegal_read", "uninitialized_read"}:
             fields["access"] = "read"
         elif kind == "illegal_write":
@@ -103,8 +104,10 @@ def read_detail(draft: RecordDraft, detail: str) -> bool:
     fields = draft.fields
     frame = _FRAME.match(detail)
     if frame is not None:
-        column = int(frame["column"]) if frame["column"] else None
-        draft.frame(Frame(int(frame["index"]), frame["file"], int(frame["line"]), column))
+        column = whole(frame["column"]) if frame["column"] else None
+        # A frame index or line past 64 bits is read as 0: the frame's text stays in the report.
+        index, line = whole(frame["index"]) or 0, whole(frame["line"]) or 0
+        draft.frame(Frame(index, frame["file"], line, column))
         return True
     at = _AT.match(detail)
     if at is not None:
@@ -114,11 +117,11 @@ def read_detail(draft: RecordDraft, detail: str) -> bool:
         if at["kernel"]:
             fields["kernel"] = at["kernel"]
         if at["module"]:
-            fields["module_id"] = int(at["module"])
+            fields["module_id"] = whole(at["module"])
         return at["alloc"] is None or _code(fields, at["alloc"])
     block = _BLOCK.match(detail)
     if block is not None:
-        fields["block"], fields["device"] = block["block"], int(block["device"])
+        fields["block"], fields["device"] = block["block"], whole(block["device"])
         fields["thread"] = f"({block['thread']})" if block["thread"] else None
         return True
     for prefix in ("code in ", "allocated in "):
@@ -127,7 +130,7 @@ def read_detail(draft: RecordDraft, detail: str) -> bool:
             pc = _PC.fullmatch(where)
             if pc is None:
                 return _code(fields, where)
-            fields["pc"], fields["serial_no"] = pc["pc"], int(pc["serial"])
+            fields["pc"], fields["serial_no"] = pc["pc"], whole(pc["serial"])
             return True
     pipes = _PIPES.match(detail)
     if pipes is not None:
@@ -146,8 +149,8 @@ def _code(fields: dict[str, Any], where: str) -> bool:
     code = _CODE.match(where.strip())
     if code is None:
         return False
-    fields["code_file"], fields["code_line"] = code["file"], int(code["line"])
-    fields["serial_no"] = int(code["serial"])
+    fields["code_file"], fields["code_line"] = code["file"], whole(code["line"])
+    fields["serial_no"] = whole(code["serial"])
     return True
 
 
@@ -157,7 +160,7 @@ def _race_event(event: re.Match[str]) -> dict[str, Any]:
         "access": event["access"].lower(),
         "address": event["address"],
         "block": event["block"],
-        "device": int(event["device"]),
+        "device": whole(event["device"]),
         "thread": f"({event['thread']})" if event["thread"] else None,
         "pc": None,
         "serial_no": None,
@@ -168,7 +171,7 @@ def _race_event(event: re.Match[str]) -> dict[str, Any]:
     where = (event["where"] or "").strip()
     pc = _PC.fullmatch(where)
     if pc is not None:
-        fields["pc"], fields["serial_no"] = pc["pc"], int(pc["serial"])
+        fields["pc"], fields["serial_no"] = pc["pc"], whole(pc["serial"])
     elif where:
         _code(fields, where.removeprefix("code in "))
     return fields
@@ -176,7 +179,7 @@ def _race_event(event: re.Match[str]) -> dict[str, Any]:
 
 def banner_record(banner: re.Match[str], source: str, lines: _Lines) -> SanitizerRecord:
     """The INFO record of a `Start detect for N kernels.` banner."""
-    count = int(banner[1])
+    count = whole(banner[1])
     message = f"Start detect for {count} kernels."
     return SanitizerRecord(
         source, lines[0][0], "INFO", "detection_start", message, count=count, lines=lines
@@ -198,3 +201,9 @@ def register_record(register: re.Match[str], source: str, lines: _Lines) -> Sani
         current_value=register["current"],
         lines=lines,
     )
+
+
+def whole(text: str) -> int | None:
+    """A number of the report (device, serial, line, size): None past 64 bits, as no field
+    holds it (the report's text keeps it)."""
+    return fitting_int(text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.hccl import failures
 from npuwatch.parsers.hccl.fields import field
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted
@@ -211,6 +212,7 @@ def _open_rootinfo(state: ProcessState, read: dict[str, Any], where: Where) -> C
 
 def _thread(where: Where, text: str) -> int:
     match = _TID.match(text)
-    if match is not None:
-        return int(match[1])
+    thread = None if match is None else fitting_int(match[1])
+    if thread is not None:
+        return thread
     return where.record.pid or 0

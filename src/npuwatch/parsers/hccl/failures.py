@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from npuwatch.bounded_numbers import finite_float
 from npuwatch.parsers.hccl.fields import (
     IP,
     address,
@@ -18,6 +19,7 @@ from npuwatch.parsers.hccl.fields import (
     number,
     seconds,
     server_and_device,
+    to_int,
 )
 
 Fields = dict[str, Any]
@@ -67,8 +69,8 @@ def task_detail(text: str) -> Fields | None:
         value = remote[1]
         if value.lower() == "local":
             read["remote_local"] = True
-        elif value.isdigit():
-            read["remote_rank"] = int(value)
+        elif value.isdigit() and (rank := to_int(value)) is not None:
+            read["remote_rank"] = rank
         else:
             read["problem"] = f"remote rank [{value}] is not a rank"
     if "groupRank information is" in text or "rankSize[" in text:
@@ -81,10 +83,12 @@ def task_detail(text: str) -> Fields | None:
         own = field(text, "rankId")
         if own is not None:
             parts = own.split()
-            if parts and parts[0].isdigit():
-                read["own_rank"] = int(parts[0])
-            if len(parts) > 1 and parts[1].isdigit() and "remote_rank" not in read:
-                read["remote_rank"] = int(parts[1])
+            own_rank = to_int(parts[0]) if parts and parts[0].isdigit() else None
+            if own_rank is not None:
+                read["own_rank"] = own_rank
+            remote_rank = to_int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            if remote_rank is not None and "remote_rank" not in read:
+                read["remote_rank"] = remote_rank
         peer = number(text, "peerRankId")
         if peer is not None:
             read["remote_rank"] = peer
@@ -98,7 +102,9 @@ def task_detail(text: str) -> Fields | None:
             read["tag"] = tag
     timeout = _TIMEOUT.search(text) if "meout" in lowered else None
     if timeout is not None and "timeStamp" not in text:
-        read["timeout_s"] = float(timeout[1])
+        timeout_s = finite_float(float(timeout[1]))
+        if timeout_s is not None:
+            read["timeout_s"] = timeout_s
     if "notify wait" in lowered:
         read["notify"] = True
     return read or None
@@ -114,7 +120,7 @@ def link_row(text: str) -> Fields | None:
     return {
         "kind": "socket",
         "remote_ip": address(match["dest"]),
-        "remote_rank": int(match["dest_rank"]),
+        "remote_rank": int(match["dest_rank"]),  # six digits at most: they fit
         "own_rank": int(match["src_rank"]),
         "link_role": match["role"].strip().lower(),
         "link_status": status,
@@ -243,7 +249,7 @@ def connected_ranks(text: str) -> tuple[int, ...] | None:
     colon = rest.find(":")
     if colon < 0:
         return ()
-    return tuple(int(found) for found in _AGENT_ID.findall(rest[colon + 1 :]))
+    return tuple(int(found) for found in _AGENT_ID.findall(rest[colon + 1 :]))  # 16 digits fit
 
 
 def aicpu_notify(text: str) -> Fields | None:
@@ -254,8 +260,8 @@ def aicpu_notify(text: str) -> Fields | None:
     match = _AICPU_REMOTE.search(text)
     if match is None:
         return None
-    rank = int(match[1])
-    if rank >= 0xFFFFFFFF:
+    rank = to_int(match[1])
+    if rank is None or rank >= 0xFFFFFFFF:
         return None  # 4294967295: no peer
     read: Fields = {"kind": "aicpu_notify", "remote_rank": rank}
     group = group_of(text)
@@ -293,7 +299,7 @@ def _number_after(text: str, key: str) -> int | None:
     if index < 0:
         return None
     match = _NUMBER.match(text, index + len(key))
-    return None if match is None else int(match[1])
+    return None if match is None else to_int(match[1])
 
 
 def _seconds_after(text: str, key: str) -> float | None:

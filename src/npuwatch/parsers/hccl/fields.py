@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from string import ascii_letters
 
+from npuwatch.bounded_numbers import finite_float, fitting_int
+
 _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 _IP = rf"(?:{_IPV4}|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]+)"
 IP = re.compile(_IP)
@@ -42,10 +44,8 @@ def to_int(value: str | None) -> int | None:
     if value is None:
         return None
     value = value.strip()
-    try:
-        return int(value, 16) if value.lower().startswith("0x") else int(value)
-    except ValueError:
-        return None
+    # A number too large for 64 bits is no id (and would not fit a document's `long`).
+    return fitting_int(value, 16) if value.lower().startswith("0x") else fitting_int(value)
 
 
 def seconds(value: str | None) -> float | None:
@@ -53,7 +53,7 @@ def seconds(value: str | None) -> float | None:
     if value is None:
         return None
     match = _SECONDS.match(value)
-    return None if match is None else float(match[1])
+    return None if match is None else finite_float(float(match[1]))
 
 
 def address(value: str | None) -> str | None:

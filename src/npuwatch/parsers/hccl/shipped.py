@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from npuwatch.bounded_numbers import document_float, document_int
 from npuwatch.parsers.hccl.model import CollectiveEvent, Evidence, Fact, ProcessKey
 from npuwatch.records import format_timestamp
 
@@ -65,7 +66,7 @@ def _value(kind: str, text: str) -> str | int | float | bool:
     if kind == "bool":
         return text == "true"
     if kind == "int":
-        return int(text)
+        return document_int(text)
     if kind == "float":
         return float(text)
     return text
@@ -164,13 +165,13 @@ class ProcessFacts:
         communicator = topology.get("communicator")
         found = cls(
             str(document["host"]["name"]),
-            int(document["process"]["pid"]),
+            document_int(document["process"]["pid"]),
             None if communicator in (None, NO_COMMUNICATOR) else str(communicator),
         )
         for item in topology["facts"]:
             key = (str(item["name"]), str(item["type"]), str(item["value"]))
             _value(key[1], key[2])  # a value that does not read as its type is refused here
-            times = sorted(int(t) for t in item.get("times") or ())
+            times = sorted(document_int(t) for t in item.get("times") or ())
             if times:
                 found.times[key] = times
             else:
@@ -232,7 +233,7 @@ def event_from_document(document: Mapping[str, Any]) -> CollectiveEvent:
     """The engine's event again; KeyError, TypeError or ValueError when it is not one."""
     ascend = document["ascend"]
     collective = dict(ascend["collective"])
-    key = ProcessKey(str(document["host"]["name"]), int(document["process"]["pid"]))
+    key = ProcessKey(str(document["host"]["name"]), document_int(document["process"]["pid"]))
     values = {name: collective[name] for name in _EVENT_FIELDS if name in collective}
     for name in ("codes", "connected_ranks"):
         if name in values:
@@ -283,9 +284,12 @@ class Heartbeat:
         beat = document["ascend"]["heartbeat"]
         return cls(
             str(document["host"]["name"]),
-            int(beat["clock_us"]),
-            float(beat["interval_s"]),
-            {int(item["pid"]): int(item["newest_us"]) for item in beat.get("processes", ())},
+            document_int(beat["clock_us"]),
+            document_float(beat["interval_s"]),
+            {
+                document_int(item["pid"]): document_int(item["newest_us"])
+                for item in beat.get("processes", ())
+            },
             str(document.get("agent", {}).get("version", "")),
         )
 

@@ -19,8 +19,10 @@ from typing import Any
 
 import pandas as pd
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.tables import ParsedTable
+from npuwatch.parsers.table_numbers import numbers_of, usable_cell, usable_numbers
 
 _TIME_INFO = "Communication Time Info"
 _BANDWIDTH_INFO = "Communication Bandwidth Info"
@@ -133,27 +135,25 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     extra = [column for column in frame.columns if column not in COLUMNS]
     frame = frame[COLUMNS + extra]
     frame[c.STEP] = frame[c.STEP].map(_step_number).astype("Int64")
-    frame[c.RANK] = pd.to_numeric(frame[c.RANK], errors="coerce").astype("Int64")
+    ranks = usable_numbers(numbers_of(frame[c.RANK]))
+    frame[c.RANK] = ranks.where(ranks == ranks.round()).astype("Int64")
     numeric = [column for column in [*COLUMNS[6:], *extra] if column in frame.columns]
     for column in numeric:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+        frame[column] = usable_numbers(numbers_of(frame[column]))
     return frame
 
 
 def _step_number(key: object) -> int | None:
     """`step12` → 12; the bare `step` of a profile without step markers → None."""
     match = _STEP_NUMBER.search(key) if isinstance(key, str) else None
-    return int(match[1]) if match else None
+    return fitting_int(match[1]) if match else None
 
 
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
+    return usable_cell(value)
 
 
 def _integer(value: str) -> int | None:
-    return int(value) if value.strip().isdigit() else None
+    return fitting_int(value.strip()) if value.strip().isdigit() else None

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.tree_walk import walk_folders
 
 TORCH_OUTPUT = "ASCEND_PROFILER_OUTPUT"
@@ -155,16 +156,18 @@ def device_of_path(path: Path) -> int | None:
     for part in reversed(path.parts):
         match = _DEVICE_DIR.match(part)
         if match:
-            return int(match[1])
+            return fitting_int(match[1])  # None past 64 bits: no device is numbered so
     return None
 
 
 def _devices(profs: list[Path]) -> tuple[int, ...]:
     numbers = {
-        int(match[1])
+        number
         for prof in profs
         for folder in prof.glob("device_*")
-        if (match := _DEVICE_DIR.match(folder.name)) and folder.is_dir()
+        if (match := _DEVICE_DIR.match(folder.name))
+        and folder.is_dir()
+        and (number := fitting_int(match[1])) is not None
     }
     return tuple(sorted(numbers))
 

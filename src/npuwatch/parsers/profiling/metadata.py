@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from npuwatch.bounded_numbers import LARGEST, fitting_int
+
 _NOT_WORD = re.compile(r"[^0-9a-z]+")
 _RANK_IN_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
 _CANN_KEYS = frozenset({"cann", "cannversion", "cannpackageversion"})
@@ -47,7 +49,7 @@ def parse_run_metadata(files: Mapping[str, bytes]) -> RunMetadata:
         base = name.replace("\\", "/").rsplit("/", 1)[-1]
         match = _RANK_IN_NAME.match(base)
         if rank is None and match:
-            rank = int(match[1])
+            rank = fitting_int(match[1])
         try:
             document = json.loads(content)
         except (ValueError, UnicodeDecodeError) as failure:
@@ -89,7 +91,7 @@ def _rank(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 0 else None
+        return value if 0 <= value <= LARGEST else None
     if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+        return fitting_int(value.strip())
     return None

@@ -14,6 +14,7 @@ import pandas as pd
 
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.tables import ParsedTable, TableSpec, read_table
+from npuwatch.parsers.table_numbers import numbers_of, usable_numbers
 
 _STEP_PARTS = (c.COMPUTING_US, c.COMMUNICATION_NOT_OVERLAPPED_US, c.FREE_US)
 
@@ -122,6 +123,7 @@ def rank_rows(cluster: pd.DataFrame) -> pd.DataFrame:
     """The `rank` rows of a cluster_step_trace_time frame, with `rank` as an integer column."""
     kinds = cluster[c.RANK_TYPE].fillna("").astype(str).str.lower()
     rows = cluster[kinds == "rank"].copy()
-    rows[c.RANK] = pd.to_numeric(rows[c.INDEX], errors="coerce").astype("Int64")
+    ranks = usable_numbers(numbers_of(rows[c.INDEX]))
+    rows[c.RANK] = ranks.where(ranks == ranks.round()).astype("Int64")
     result: pd.DataFrame = rows.reset_index(drop=True)
     return result

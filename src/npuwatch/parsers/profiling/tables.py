@@ -26,6 +26,7 @@ import pandas as pd
 from npuwatch.parsers.problem_list import ProblemList
 from npuwatch.parsers.profiling.columns import TASK_TYPE, header_key, snake_case
 from npuwatch.parsers.profiling.csv_rows import parse_rows, split_rows
+from npuwatch.parsers.table_numbers import numbers_of, unusable_reason, usable_numbers
 
 MISSING = frozenset({"", "N/A", "n/a", "NA"})
 """Cell values that mean "no value"."""
@@ -106,7 +107,12 @@ def read_table(data: bytes | str, source: str, spec: TableSpec) -> ParsedTable:
         problems.add(rows.header_line, f"{spec.kind} header expected: {wanted}")
         return ParsedTable(empty_table(spec), problems.finish())
     raw = _read_rows("".join(rows.body), names, spec)
-    columns = {name: _convert(raw[name], name, spec) for name in names}
+    columns = {}
+    for position, name in enumerate(names):
+        columns[name] = _convert(raw[name], name, spec)
+        if name not in spec.numeric_required:  # those rows are skipped and named below
+            label = rows.header[position].strip()
+            _report_unusable(columns[name], raw[name], label, rows.lines, problems)
     frame = _ordered(columns, names, spec, len(raw))
     keep = pd.Series(True, index=frame.index)
     for column in spec.numeric_required:
@@ -169,16 +175,43 @@ def _read_rows(body: str, names: list[str], spec: TableSpec) -> pd.DataFrame:
 def _convert(values: pd.Series, name: str, spec: TableSpec) -> pd.Series:
     if name in spec.floats or name in spec.integers:
         # to_numeric ignores outer whitespace, so the TAB after start times needs no strip.
-        numbers = pd.to_numeric(values, errors="coerce")
+        numbers = usable_numbers(numbers_of(values))
         if name in spec.integers:
             whole: pd.Series = numbers.where(numbers == numbers.round()).astype("Int64")
             return whole
         return numbers.astype("float64")
+    if name not in spec.aliases.values() and pd.api.types.is_float_dtype(values.dtype):
+        return usable_numbers(values)  # a metric pandas read as numbers: the same rule
     if name in spec.core_types:
         return _tidy(values, _core_type)
     if name in spec.aliases.values():
         return _tidy(values)
     return values
+
+
+def _report_unusable(
+    converted: pd.Series, raw: pd.Series, label: str, lines: list[int], problems: ProblemList
+) -> None:
+    """Name each cell that held a number no measurement can be (it is left empty)."""
+    if not (pd.api.types.is_numeric_dtype(converted.dtype) and len(converted)):
+        return
+    numbers = raw if pd.api.types.is_float_dtype(raw.dtype) else numbers_of(raw)
+    bad = numbers.notna() & converted.isna()
+    for row in bad[bad].index:
+        what = f"{_cell(raw[row])}, {unusable_reason(numbers[row])}"
+        problems.add(lines[row], f"{label} is {what}; left empty")
+
+
+def _cell(value: object) -> str:
+    """A cell as a problem quotes it (pandas may have read a number column as floats already)."""
+    text = (
+        value.strip()
+        if isinstance(value, str)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
+    )
+    return repr(text) if len(text) <= 30 else f"'{text[:20]}…' ({len(text)} characters)"
 
 
 def _tidy(values: pd.Series, transform: Callable[[str], str] | None = None) -> pd.Series:
@@ -206,7 +239,7 @@ def _core_type(value: str) -> str:
 
 def _numbers_or_text(values: pd.Series) -> pd.Series:
     """A column of numbers as numbers; anything else as it is."""
-    numbers = pd.to_numeric(values, errors="coerce")
+    numbers = numbers_of(values)
     present = int(values.notna().sum()) - int(values.isin(MISSING).sum())
     return numbers if present and int(numbers.notna().sum()) == present else values
 
@@ -232,7 +265,10 @@ def _numbers_present(
     bad = numbers.isna()
     for row in bad[bad].index:
         value = raw[row]
-        what = f"{value.strip()!r}, not a number" if isinstance(value, str) else "empty"
+        if pd.notna(numbers_of(pd.Series([value]))[0]):  # a number, but inf or past 64 bits
+            what = f"{_cell(value)}, {unusable_reason(value)}"
+        else:
+            what = f"{_cell(value)}, not a number" if isinstance(value, str) else "empty"
         problems.add(lines[row], f"{label} is {what}; row skipped")
     present: pd.Series = ~bad
     return present

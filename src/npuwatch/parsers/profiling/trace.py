@@ -16,9 +16,11 @@ from typing import Any
 
 import pandas as pd
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.problem_list import MAX_PROBLEMS_PER_FILE
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.tables import ParsedTable
+from npuwatch.parsers.table_numbers import usable_cell
 
 PROCESS_NAME = "process_name"
 THREAD_NAME = "thread_name"
@@ -97,8 +99,9 @@ def device_of_trace(frame: pd.DataFrame) -> int | None:
     devices = set()
     for label in frame[PROCESS_LABEL].dropna().unique():
         match = _NPU_LABEL.match(str(label).strip())
-        if match and match[1] is not None:
-            devices.add(int(match[1]))
+        device = fitting_int(match[1]) if match and match[1] is not None else None
+        if device is not None:
+            devices.add(device)
     return devices.pop() if len(devices) == 1 else None
 
 
@@ -129,7 +132,4 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
-    try:
-        return float(value.strip() if isinstance(value, str) else value)
-    except ValueError:
-        return None
+    return usable_cell(value)  # None for text, inf, nan and a JSON int past 64 bits
