@@ -38,6 +38,7 @@ from npuwatch.journal.segment import BlockToWrite, Segment
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.records import Record
+from npuwatch.untrusted_files import open_binary
 
 Batch = tuple[FileSource, list[Record], bytes]
 
@@ -50,11 +51,12 @@ def parse_batches(tree: Path) -> tuple[list[Batch], float]:
         parser = StreamParser(clock, path=str(path))
         source = FileSource(str(path), str(path))
         offset = 0
-        for chunk in read_chunks(path, 1 << 20):
-            records = parser.feed(chunk, offset)
-            offset += len(chunk)
-            if records:
-                batches.append((source, records, chunk))
+        with open_binary(path) as handle:
+            for chunk in read_chunks(handle, 1 << 20):
+                records = parser.feed(chunk, offset)
+                offset += len(chunk)
+                if records:
+                    batches.append((source, records, chunk))
         rest = parser.flush()
         if rest:
             batches.append((source, rest, b""))

@@ -34,6 +34,7 @@ from npuwatch.parsers import LocalClock, StreamParser, first_pass
 from npuwatch.parsers.first_pass import scan_chunk_python
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import default_locations, load_rules
+from npuwatch.untrusted_files import open_binary
 
 REFERENCE = re.compile(r"\[(\w+)\] (\w+)\((-?\d+),([^)]*)\):(\S+) (.*)")
 
@@ -81,11 +82,12 @@ def read_and_parse(files: list[Path], engine: RuleEngine | None) -> int:
         parser = StreamParser(clock, path=str(path), batch_index=engine is not None)
         stream = engine.stream(parser.source) if engine is not None else None
         offset = 0
-        for chunk in read_chunks(path):
-            records = parser.feed(chunk, offset)
-            offset += len(chunk)
-            if engine is not None and stream is not None:
-                engine.process(records, stream, chunk, parser.last_batch)
+        with open_binary(path) as handle:
+            for chunk in read_chunks(handle):
+                records = parser.feed(chunk, offset)
+                offset += len(chunk)
+                if engine is not None and stream is not None:
+                    engine.process(records, stream, chunk, parser.last_batch)
         records = parser.flush()
         if engine is not None and stream is not None:
             engine.process(records, stream, hints=parser.last_batch)
