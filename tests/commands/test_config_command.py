@@ -292,8 +292,7 @@ def test_check_fails_when_npuwatch_s_own_packs_are_missing(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
-        f"npuwatch: {missing}:1:1: cannot read the file: [Errno 2] No such file or directory: "
-        f"'{missing}'",
+        f"npuwatch: {missing}:1:1: cannot read the file: No such file or directory",
         "npuwatch: the rules have errors: fix them and start again",
     ]
 

@@ -122,14 +122,16 @@ def test_malformed_rows_and_unreadable_files_are_problems_of_the_run(
     lines[5] = "1,0,garbage\r\n"
     kernels.write_text("".join(lines))
     locked = run_dir / "ASCEND_PROFILER_OUTPUT" / "communication.json"
-    real_read = Path.read_bytes
+    import npuwatch.parsers.profiling.run as run_module
 
-    def read_bytes(path: Path) -> bytes:
+    real_read = run_module.read_file
+
+    def read_file(path: Path) -> bytes:
         if path == locked:
             raise PermissionError(13, "Permission denied")
         return real_read(path)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(run_module, "read_file", read_file)
     run = load_profile(run_dir)
     assert len(run.kernels) == 140
     assert run.communication.empty
