@@ -65,18 +65,12 @@ class DamageNotice:
 
     def unreadable(self, path: str | os.PathLike[str], problem: object) -> None:
         """Nothing of the segment at `path` can be read: it is left out whole."""
-        self._note(
-            path,
-            f"cannot be read ({_one_line(problem)}): it is left out and the rest of the "
-            "journal is served",
-        )
+        self._note(path, f"cannot be read ({_one_line(problem)}): it is left out")
 
     def damaged(self, path: str | os.PathLike[str], problem: object) -> None:
         """Part of the segment at `path` cannot be read: the rest of it is served."""
         self._note(
-            path,
-            f"is damaged ({_one_line(problem)}): what can still be read of it is served "
-            "with the rest of the journal",
+            path, f"is damaged ({_one_line(problem)}): what cannot be read of it is left out"
         )
 
     def _note(self, path: str | os.PathLike[str], what: str) -> None:
@@ -86,8 +80,8 @@ class DamageNotice:
         self.segments[name] = what
         aside = os.path.join(os.path.dirname(name), "quarantine")  # noqa: PTH118, PTH120
         self._say(
-            f"journal segment {name} {what}; the file is left where it is (move it into "
-            f"{aside}/ to keep it for a post-mortem)"
+            f"journal segment {name} {what}, the rest of the journal is served; the file is left "
+            f"where it is (move it into {aside}/ to keep it for a post-mortem)"
         )
 
 

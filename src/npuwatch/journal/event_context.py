@@ -139,7 +139,7 @@ class EventContexts:
                     "before": [text for run in earlier for text in run.originals()],
                     "after": [text for run in later for text in run.originals()],
                 }
-        if not self.lost:
+        if not self.lost and not self._blocks.damage.segments:  # damage was said already
             log.warning(
                 "the context of an event is no longer in the journal (its records' segment was "
                 "removed before the event was read, or is damaged); the event is given without it"
