@@ -15,19 +15,24 @@ import json
 import os
 import random
 import sqlite3
+import stat
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import zstandard
 
-from npuwatch.journal.block import decode_block
+from npuwatch.journal.block import BlockFormatError, decode_block
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import segment_path
 from npuwatch.sinks.event_text import event_line
 from tests.journal.journal_builder import JournalContents, LogFile, cann_line, epoch_us
 from tests.journal.journal_builder import write_journal as write_segments
+
+if TYPE_CHECKING:
+    from npuwatch.journal.damage import DamageNotice
 
 PLOG = "/r/debug/plog/plog-3300_20250914093000120.log"
 DEVICE_LOG = "/r/debug/device-3/device-3300_20250914093000120.log"
@@ -263,13 +268,65 @@ def damage_segment(directory: Path, sequence: int, damage: Damage) -> Path:
     return path
 
 
-def readable_lines(directory: Path) -> list[str]:
+SEGMENT_TABLES = (
+    "sqlite_schema", "meta", "sqlite_autoindex_meta_1", "blocks", "blocks_by_last", "notable",
+    "notable_by_level", "notable_by_time", "notable_codes", "notable_codes_by_code", "events",
+    "sqlite_autoindex_events_1", "states", "sqlite_autoindex_states_1", "sqlite_sequence",
+    "checkpoints", "sqlite_autoindex_checkpoints_1", "dictionaries",
+)  # fmt: skip
+"""Every table and index a segment has: each can be the one a failing disk damages."""
+
+
+def readable_in_segment(path: Path) -> tuple[list[str], list[str]]:
+    """The record lines and event documents of the segment at `path` that SQLite can still
+    read one by one (by key) and that decode: what reading around its damage must give."""
+    lines: list[str] = []
+    documents: list[str] = []
+    if not stat.S_ISREG(path.lstat().st_mode):  # SQLite would wait for ever on a FIFO
+        return lines, documents
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return lines, documents
+    with closing(db):
+        for key in range(1, 100):
+            try:
+                row = db.execute("SELECT payload FROM blocks WHERE id = ?", (key,)).fetchone()
+                lines.extend(record.original for record in decode_block(row[0]))
+            except (sqlite3.Error, BlockFormatError, TypeError):
+                continue
+        for key in range(1, 100):
+            try:
+                row = db.execute("SELECT document FROM events WHERE seq = ?", (key,)).fetchone()
+                if row is not None and isinstance(json.loads(row[0]), dict):
+                    documents.append(row[0])
+            except (sqlite3.Error, ValueError, TypeError):
+                continue
+    return lines, documents
+
+
+def reader_lines(directory: Path, notice: DamageNotice | None = None) -> list[str]:
     """Every record line a JournalReader gives, in order (what a sink is handed)."""
     found = []
-    with JournalReader(directory) as reader:
+    with JournalReader(directory, **_told(notice)) as reader:
         position = Position()
         while page := reader.blocks_after(position, 4):
             for _, block in page:
                 found.extend(record.original for record in decode_block(block.payload))
             position = page[-1][0]
     return found
+
+
+def reader_events(directory: Path, notice: DamageNotice | None = None) -> list[str]:
+    """Every event document a JournalReader gives, in order."""
+    found = []
+    with JournalReader(directory, **_told(notice)) as reader:
+        position = Position()
+        while page := reader.events_after(position, 4):
+            found.extend(document for _, document in page)
+            position = page[-1][0]
+    return found
+
+
+def _told(notice: DamageNotice | None) -> dict[str, Any]:
+    return {} if notice is None else {"notice": notice}

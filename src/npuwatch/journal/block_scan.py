@@ -79,7 +79,7 @@ def _blocks(segment: ReadOnlySegment, where: Where, after: int) -> Iterator[Stor
     bounded on a large journal), read around damage. NOT INDEXED: read by id, so that a
     damaged index cannot hide blocks."""
     rows = segment.rows_after(
-        f"SELECT {BLOCK_COLUMNS} FROM blocks NOT INDEXED WHERE id > ? AND {where.sql()} "
+        f"SELECT {BLOCK_COLUMNS} FROM blocks NOT INDEXED WHERE id >= ? AND {where.sql()} "
         "ORDER BY id LIMIT ?",
         where.parameters,
         after=after,

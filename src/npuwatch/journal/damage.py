@@ -22,14 +22,15 @@ journal (`grep`, the sinks' follower, `correlate --journal`) does the same about
 An error that says SQLite is busy for a moment (a lock, memory) is no damage: it is raised, and
 the caller tries again later rather than leaving anything out.
 
-This module is on `grep`'s index path (docs/adr/0002-grep-start-up.md): it imports only os and
-sqlite3 (no pathlib).
+This module is on `grep`'s index path (docs/adr/0002-grep-start-up.md): it imports only os,
+sqlite3 and threading (no pathlib).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -56,10 +57,12 @@ def is_damage(error: BaseException) -> bool:
 
 class DamageNotice:
     """Says, once for each damaged segment, that it is read around: one line through `say`
-    (standard error for a command, the log for the agent)."""
+    (standard error for a command, the log for the agent). The readers of one process share
+    one, so that a segment is named once however many read it."""
 
     def __init__(self, say: Callable[[str], None]) -> None:
         self._say = say
+        self._lock = threading.Lock()  # the agent's followers share one, each in its thread
         self.segments: dict[str, str] = {}
         """What was said of each damaged segment (by path), in the order they were met."""
 
@@ -75,9 +78,10 @@ class DamageNotice:
 
     def _note(self, path: str | os.PathLike[str], what: str) -> None:
         name = os.fspath(path)
-        if name in self.segments:
-            return
-        self.segments[name] = what
+        with self._lock:
+            if name in self.segments:
+                return
+            self.segments[name] = what
         aside = os.path.join(os.path.dirname(name), "quarantine")  # noqa: PTH118, PTH120
         self._say(
             f"journal segment {name} {what}, the rest of the journal is served; the file is left "
@@ -99,42 +103,45 @@ def page_around_damage(
 ) -> list[Row]:
     """Up to `limit` rows after key `after`, stepping over what cannot be read.
 
-    `fetch(after, limit)` reads up to `limit` rows whose key is above `after`, in key order.
-    When it fails with damage, `damaged` is told, and the rows are read one at a time; a row
-    that cannot be read is stepped over with everything SQLite cannot reach around it (see the
-    module's docstring). Errors that are no damage are raised."""
+    `fetch(first, limit)` reads up to `limit` rows whose key is `first` or above, in key order
+    (`key >= ?`, not `key > ?`: SQLite seeks a `>` to the key itself first, which may be on the
+    damaged page when the row after it is not). When it fails with damage, `damaged` is told,
+    and the rows are read one at a time; a row that cannot be read is stepped over with
+    everything SQLite cannot reach around it (see the module's docstring). Errors that are no
+    damage are raised."""
     try:
-        return fetch(after, limit)
+        return fetch(after + 1, limit)
     except sqlite3.DatabaseError as error:
         if not is_damage(error):
             raise
         damaged(error)
     rows: list[Row] = []
+    first = after + 1
     while len(rows) < limit:
         try:
-            found = fetch(after, 1)
+            found = fetch(first, 1)
         except sqlite3.DatabaseError as error:
             if not is_damage(error):
                 raise
-            resumed = _readable_from(fetch, after)
+            resumed = _readable_from(fetch, first)
             if resumed is None:
                 break
-            after = resumed
+            first = resumed
             continue
         if not found:
             break
         rows.extend(found)
-        after = key(found[0])
+        first = key(found[0]) + 1
     return rows
 
 
 def _readable_from(fetch: Callable[[int, int], list[Row]], failing: int) -> int | None:
-    """The smallest key above `failing` after which a row can be read again (or after which
-    there is none), or None when reading fails all the way to the largest key."""
+    """The smallest key above `failing` from which rows can be read again (or from which there
+    are none), or None when reading fails all the way to the largest key."""
 
-    def readable(after: int) -> bool:
+    def readable(first: int) -> bool:
         try:
-            fetch(after, 1)
+            fetch(first, 1)
         except sqlite3.DatabaseError as error:
             if not is_damage(error):
                 raise

@@ -36,7 +36,7 @@ def search_events(
                 where.any_of("code", sorted(question.codes))
             add_field_filters(where, question, "", host_column="host")
             rows = segment.rows_after(
-                f"SELECT seq, id, document FROM events WHERE seq > ? AND {where.sql()} "
+                f"SELECT seq, id, document FROM events WHERE seq >= ? AND {where.sql()} "
                 "ORDER BY seq LIMIT ?",
                 where.parameters,
             )

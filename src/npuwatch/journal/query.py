@@ -120,7 +120,7 @@ def _event_triggers(
     categories = sorted(question.categories)
     for segment in open_segments(directory, notice):
         rows = segment.rows_after(
-            "SELECT seq, file_key, offset FROM events WHERE seq > ? AND category IN "
+            "SELECT seq, file_key, offset FROM events WHERE seq >= ? AND category IN "
             # an event without a file key or an offset names no record
             f"({','.join('?' * len(categories))}) AND file_key IS NOT NULL "
             "AND offset IS NOT NULL ORDER BY seq LIMIT ?",

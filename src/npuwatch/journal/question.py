@@ -103,10 +103,10 @@ class ReadOnlySegment(NamedTuple):
         self, sql: str, parameters: Sequence[object], after: int = 0, page: int = 1024
     ) -> Iterator[tuple[Any, ...]]:
         """Every row of `sql` whose key is above `after`, a page at a time, read around damage:
-        `sql` selects the key first, orders by it, and takes the key to start after as its first
-        parameter and the page's size as its last."""
+        `sql` selects the key first, orders by it, and takes the first key to read (`key >= ?`)
+        as its first parameter and the page's size as its last."""
         while rows := page_around_damage(
-            lambda start, count: self.query(sql, [start, *parameters, count]),
+            lambda first, count: self.query(sql, [first, *parameters, count]),
             _key,
             after,
             page,

@@ -419,7 +419,7 @@ class Segment:
 
     def blocks_after(self, block_id: int, limit: int) -> list[StoredBlock]:
         rows = self._page(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id > ? ORDER BY id LIMIT ?", block_id, limit
+            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id >= ? ORDER BY id LIMIT ?", block_id, limit
         )
         return [block_from_row(row) for row in rows]
 
@@ -433,7 +433,7 @@ class Segment:
         """(seq, event id, document JSON) of the events after `seq` (up to `limit`; fewer
         when some of a page's texts are damaged, none only at the end)."""
         while rows := self._page(
-            "SELECT seq, id, document FROM events WHERE seq > ? ORDER BY seq LIMIT ?", seq, limit
+            "SELECT seq, id, document FROM events WHERE seq >= ? ORDER BY seq LIMIT ?", seq, limit
         ):
             found = []
             for seq_, id_, stored in rows:
@@ -450,7 +450,7 @@ class Segment:
         """(seq, row) of the states written after `seq` (none in a segment of a journal
         format without them)."""
         rows = self._page(
-            "SELECT seq, id, stream, updated_us, document FROM states WHERE seq > ? "
+            "SELECT seq, id, stream, updated_us, document FROM states WHERE seq >= ? "
             "ORDER BY seq LIMIT ?",
             seq,
             limit,
@@ -476,13 +476,13 @@ class Segment:
         return self._last_key("states", "seq")
 
     def _page(self, sql: str, after: int, limit: int) -> list[tuple[Any, ...]]:
-        """Up to `limit` rows of `sql` (which selects its key first and takes the key to start
-        after and the limit) after `after`, read around damage; none from a table this segment
-        does not have (an older format, or a segment the agent is still making)."""
+        """Up to `limit` rows of `sql` after key `after`, read around damage (`sql` selects its
+        key first, and takes the first key to read, `key >= ?`, and the limit); none from a
+        table this segment does not have (an older format, or a segment the agent is making)."""
 
-        def fetch(start: int, count: int) -> list[tuple[Any, ...]]:
+        def fetch(first: int, count: int) -> list[tuple[Any, ...]]:
             try:
-                return self._db.execute(sql, (start, count)).fetchall()
+                return self._db.execute(sql, (first, count)).fetchall()
             except sqlite3.OperationalError as error:
                 if _missing_table(error):
                     return []
@@ -503,7 +503,7 @@ class Segment:
                 raise
             self._damaged(error)
         last = 0
-        keys = f"SELECT {key} FROM {table} WHERE {key} > ? ORDER BY {key} LIMIT ?"
+        keys = f"SELECT {key} FROM {table} WHERE {key} >= ? ORDER BY {key} LIMIT ?"
         while page := self._page(keys, last, 4096):
             last = int(page[-1][0])
         return last

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from npuwatch.journal.cursors import Cursor, CursorStore
-from npuwatch.journal.damage import is_damage
+from npuwatch.journal.damage import DamageNotice, is_damage
 from npuwatch.journal.reader import JournalReader
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.sink import Page, Sink, StopDelivery
@@ -70,9 +70,12 @@ class JournalFollower:
         metrics: SelfMetrics | None = None,
         save_interval_s: float = 1.0,
         wall: Callable[[], float] = time.time,
+        notice: DamageNotice | None = None,
     ) -> None:
+        """`notice`: where a damaged segment is named (one for all the followers of an agent,
+        so that each segment is named once)."""
         self.sink = sink
-        self._reader = JournalReader(journal_directory)
+        self._reader = JournalReader(journal_directory, notice=notice)
         self._cursors = cursors
         self._committed = committed
         self._stop = stop
