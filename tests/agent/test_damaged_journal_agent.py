@@ -5,17 +5,14 @@ hits) is set aside at the start and the rest is served (RELIABILITY.md, row 16).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests.agent.console_agent import RunningAgent
 from tests.agent.harness import append, plog_line, plog_path, wait_until
 from tests.agent.journaled import journal_lines
 from tests.journal.damaged_journal import (
@@ -49,48 +46,6 @@ def intact(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, JournalConte
     return directory, write_journal(directory)
 
 
-class RunningAgent:
-    """`npuwatch agent --console` on `tmp_path/logs` and `tmp_path/state`, its console from
-    the beginning of the journal (as after a restart whose cursor was there)."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.logs = tmp_path / "logs"
-        self.logs.mkdir()
-        self.state = tmp_path / "state"
-        self.stdout = tmp_path / "console.txt"
-        self.stderr = tmp_path / "agent.log"
-        start = {"blocks": [0, 0], "events": [0, 0], "states": [0, 0]}
-        cursors = {"version": 1, "cursors": {"console": start}}
-        (self.state / "cursors.json").write_text(json.dumps(cursors), encoding="utf-8")
-        (tmp_path / "npuwatch.toml").write_text("", encoding="utf-8")
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("NPUWATCH_")}
-        environment.update(
-            NPUWATCH_CONFIG=str(tmp_path / "npuwatch.toml"),
-            NPUWATCH_SOURCES__RESCAN_INTERVAL="300ms",
-            NPUWATCH_SOURCES__IDLE_FLUSH="300ms",
-            NPUWATCH_JOURNAL__COMMIT_INTERVAL="50ms",
-            NPUWATCH_JOURNAL__SYNC="normal",
-            NPUWATCH_AGENT__HOST_NAME="node-1",
-            NPUWATCH_AGENT__TIMEZONE="UTC",
-            NPUWATCH_DEVICES__ENABLED="false",
-            NPUWATCH_SINKS__PROMETHEUS__LISTEN="127.0.0.1:0",
-        )
-        command = [sys.executable, "-m", "npuwatch", "agent", "--console"]
-        command += ["--root", str(self.logs), "--state-directory", str(self.state)]
-        with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
-            self.process = subprocess.Popen(command, env=environment, stdout=out, stderr=err)
-
-    def printed(self) -> list[str]:
-        return self.stdout.read_text(encoding="utf-8").splitlines()
-
-    def logged(self) -> list[str]:
-        return self.stderr.read_text(encoding="utf-8").splitlines()
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=60)
-
-
 def run_agent_on(
     tmp_path: Path, intact: tuple[Path, JournalContents], sequence: int, damage: str
 ) -> tuple[RunningAgent, Path]:
@@ -100,7 +55,7 @@ def run_agent_on(
     shutil.copytree(intact[0], journal)
     damages = {**DAMAGES, **NEWEST_DAMAGES}
     damaged = damage_segment(journal, sequence, damages[damage])
-    return RunningAgent(tmp_path), damaged
+    return RunningAgent(tmp_path, from_the_start=True), damaged
 
 
 def expected_console(
