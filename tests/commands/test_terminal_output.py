@@ -17,7 +17,7 @@ from tests.agent.console_agent import RunningAgent
 from tests.agent.harness import append, plog_path, wait_until
 from tests.conftest import REPO
 from tests.journal.journal_builder import LogFile, write_journal
-from tests.npuwatch_command import run_npuwatch
+from tests.npuwatch_command import clean_environment, run_npuwatch
 
 HOSTILE = {
     "\x1b[2J": "\\x1b[2J",  # clears the screen
@@ -174,6 +174,20 @@ def test_an_error_line_shows_the_control_characters_of_a_file_name(tmp_path: Pat
         assert ACTED_ON.search(done.stderr) is None
         assert "missing\\x1b[2J\\x1b]52;c;" in done.stderr
         assert len(done.stderr.splitlines()) == 1
+
+
+def test_doctor_shows_the_control_characters_of_the_log_folder_s_name(tmp_path: Path) -> None:
+    folder = tmp_path / HOSTILE_FOLDER
+    folder.mkdir()
+    environment = clean_environment(ASCEND_PROCESS_LOG_PATH=str(folder))
+
+    shown = run_npuwatch("doctor", env=environment)
+    stored = run_npuwatch("doctor", "--json", env=environment)
+
+    assert ACTED_ON.search(shown.stdout + shown.stderr) is None
+    assert f"{tmp_path}/logs\\x1b[2J" in shown.stdout
+    checks = {check["key"]: check for check in json.loads(stored.stdout)["checks"]}
+    assert checks["log.process_log_path"]["facts"]["value"] == str(folder)
 
 
 # --- the agent's console ---------------------------------------------------------------------
