@@ -54,7 +54,6 @@ _ACTED_ON = (
     "\ud800-\udfff"  # lone surrogates (bytes that were no UTF-8): no terminal can show them
 )
 _HIDDEN = re.compile(f"[{_ACTED_ON}]")
-_HIDDEN_IN_A_LINE = re.compile(f"[\n{_ACTED_ON}]")
 
 
 def visible(text: str) -> str:
@@ -68,9 +67,9 @@ def visible(text: str) -> str:
 def visible_line(text: str) -> str:
     """`visible`, with newlines escaped too: for a field shown on one line (a file name, a
     message's first line), where a newline would forge a line of output."""
-    if _HIDDEN_IN_A_LINE.search(text) is None:
-        return text
-    return _HIDDEN_IN_A_LINE.sub(_escape, text)
+    # One pattern, compiled once (0.5 ms, on the start-up path grep is timed on): what
+    # `visible` gives holds no other newline than the text's own.
+    return visible(text).replace("\n", "\\n")
 
 
 _SHORT_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\v": "\\v"}

@@ -4,6 +4,7 @@ is done about it, and the exit status still says whether anything matched (0) or
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from npuwatch.cli import main
+from npuwatch.journal import layout
 from tests.journal.damaged_journal import (
     DAMAGES,
     INDEX_DAMAGES,
@@ -180,3 +183,27 @@ def test_context_stops_at_what_cannot_be_read_and_goes_on_in_the_next_segment(
     before, hit, after = plog[4], plog[5], plog[12]  # records 6-11 are in the damaged segment
     assert done.stdout.splitlines() == [f"{PLOG}-{before}", f"{PLOG}:{hit}", f"{PLOG}-{after}"]
     assert_one_warning_names(done.stderr, whole_damage[2])
+
+
+# --- what is no damage ------------------------------------------------------------------------
+
+
+def test_a_segment_this_user_may_not_read_is_one_line_and_exit_2_not_damage(
+    intact: tuple[Path, JournalContents],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Root reads everything: the refusal another user would meet is made here.
+    def refused(path: object) -> int:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(layout, "check_segment_file", refused)
+
+    code = main(["grep", "--journal", str(intact[0]), "record"])
+
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert captured.err == (
+        f"npuwatch: cannot read the journal at {intact[0] / 'segment-00000001.db'}: "
+        "Permission denied (run as the agent's user, root by default)\n"
+    )

@@ -132,24 +132,23 @@ def run_grep(args: argparse.Namespace) -> int:
 
         return run_baseline_grep(args)
     question = build_question(args, time.time())
-    directory = journal_directory(args)
-    if not segment_files(directory):
-        fail(
-            f"no journal at {directory}: is the agent running (npuwatch agent)? Give the "
-            "folder with --journal DIR"
-        )
-    # A damaged segment is read around, with one line on stderr for it; it does not change
-    # the exit status, which says whether anything matched in what could be read.
-    notice = DamageNotice(say_on_stderr)
     try:
-        return _answer(args, question, directory, notice, sys.stdout)
+        directory = journal_directory(args)
+        if not segment_files(directory):
+            fail(
+                f"no journal at {directory}: is the agent running (npuwatch agent)? Give the "
+                "folder with --journal DIR"
+            )
+        # A damaged segment is read around, with one line on stderr for it; it does not
+        # change the exit status, which says whether anything matched in what could be read.
+        return _answer(args, question, directory, DamageNotice(say_on_stderr), sys.stdout)
     except PermissionError as error:
         fail(
-            f"cannot read the journal at {directory}: {error.strerror or error} (run as the "
-            "agent's user, root by default)"
+            f"cannot read the journal at {error.filename}: {error.strerror or error} (run as "
+            "the agent's user, root by default)"
         )
     except sqlite3.Error as error:  # no damage (that is read around): busy, say, or a bug
-        fail(f"cannot read the journal at {directory}: {error}")
+        fail(f"cannot read the journal at {args.journal or 'the configured folder'}: {error}")
 
 
 def _answer(
