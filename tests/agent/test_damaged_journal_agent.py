@@ -28,8 +28,14 @@ from tests.journal.journal_builder import JournalContents
 
 NEW_LINES = [plog_line(7100, number, text="written while the agent runs") for number in range(40)]
 
-NO_FILE = {"a folder", "a FIFO", "a link"}
-"""Damages that leave no regular file in the segment's place."""
+NO_FILE = {
+    "a folder",
+    "a FIFO",
+    "a link",
+    "a FIFO for its log",
+    "a folder for its shared memory",
+}
+"""Damages that leave no regular file in the segment's place, or beside it for SQLite."""
 
 NEWEST_DAMAGES = {
     "overwritten with garbage": DAMAGES["overwritten with garbage"],

@@ -170,6 +170,15 @@ def made_a_link(path: Path) -> None:
     path.symlink_to(copy)
 
 
+def wal_made_a_fifo(path: Path) -> None:
+    """A FIFO where SQLite looks for the segment's write-ahead log."""
+    os.mkfifo(f"{path}-wal")
+
+
+def shm_made_a_folder(path: Path) -> None:
+    Path(f"{path}-shm").mkdir()
+
+
 def header_overwritten(path: Path) -> None:
     with path.open("r+b") as handle:
         handle.write(b"\xff" * 100)
@@ -232,6 +241,8 @@ WHOLE_DAMAGES: dict[str, Damage] = {
     "a folder": made_a_folder,
     "a FIFO": made_a_fifo,
     "a link": made_a_link,
+    "a FIFO for its log": wal_made_a_fifo,
+    "a folder for its shared memory": shm_made_a_folder,
     "its header overwritten": header_overwritten,
 }
 """Damages after which nothing of the segment can be read."""
@@ -282,8 +293,10 @@ def readable_in_segment(path: Path) -> tuple[list[str], list[str]]:
     read one by one (by key) and that decode: what reading around its damage must give."""
     lines: list[str] = []
     documents: list[str] = []
-    if not stat.S_ISREG(path.lstat().st_mode):  # SQLite would wait for ever on a FIFO
-        return lines, documents
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        # No regular file (SQLite would wait for ever on a FIFO): nothing is to be read.
+        if os.path.lexists(file) and not stat.S_ISREG(file.lstat().st_mode):
+            return lines, documents
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error:

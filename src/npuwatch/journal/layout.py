@@ -14,6 +14,8 @@ import sqlite3
 import stat
 
 SEGMENT_NAME = re.compile(r"^segment-(\d{8})\.db$")
+SIDE_FILES = ("-wal", "-shm")
+"""SQLite's files beside a segment in WAL mode."""
 
 
 def segment_file_name(sequence: int) -> str:
@@ -67,7 +69,24 @@ def check_segment_file(path: str | os.PathLike[str]) -> int:
     problem = not_a_file(status.st_mode)
     if problem is not None:
         raise SegmentUnreadable(problem)
+    side = side_file_problem(path)
+    if side is not None:
+        raise SegmentUnreadable(side)
     return status.st_size
+
+
+def side_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """What is wrong with the write-ahead log or shared-memory file beside a segment (SQLite
+    opens them too, and would wait for ever on a FIFO there), or None."""
+    for suffix in SIDE_FILES:
+        try:
+            mode = os.lstat(f"{os.fspath(path)}{suffix}").st_mode
+        except FileNotFoundError:
+            continue
+        problem = not_a_file(mode)
+        if problem is not None:
+            return f"its {suffix} file is {problem.split(',')[0]}"
+    return None
 
 
 def not_a_file(mode: int) -> str | None:
