@@ -46,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tune_garbage_collector()
     arguments = sys.argv[1:] if argv is None else list(argv)
     # Log lines and file names reach the terminal through what every command prints (records,
-    # reports, error lines, tracebacks): shown, never acted on (terminal.py).
+    # reports, error lines, its log): shown, never acted on (terminal.py). A traceback the
+    # interpreter prints after main() is not: that is a bug to fix, not a path to guard.
     with visible_output(exact_stdout=False):
         parser = _build_parser(arguments[0] if arguments else None)
         args = parser.parse_args(arguments)
