@@ -19,6 +19,7 @@ from npuwatch import __version__
 from npuwatch.commands.outcome import EXIT_OK
 from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.problems import Problems
+from npuwatch.terminal import visible_output
 
 _ARGUMENTS = {
     "parse": "npuwatch.commands.offline:add_offline_commands",
@@ -44,8 +45,27 @@ _ARGUMENTS = {
 def main(argv: Sequence[str] | None = None) -> int:
     tune_garbage_collector()
     arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = _build_parser(arguments[0] if arguments else None)
-    args = parser.parse_args(arguments)
+    # Log lines and file names reach the terminal through what every command prints (records,
+    # reports, error lines, its log): shown, never acted on (terminal.py). A traceback the
+    # interpreter prints after main() is not: that is a bug to fix, not a path to guard.
+    with visible_output(exact_stdout=False):
+        parser = _build_parser(arguments[0] if arguments else None)
+        args = parser.parse_args(arguments)
+    with visible_output(exact_stdout=_prints_data(args)):
+        return _run(args)
+
+
+def _prints_data(args: argparse.Namespace) -> bool:
+    """Whether the command prints JSON or CSV on standard output, which stays exact: every
+    command names those formats --json, --csv or --format jsonl (STYLE.md, the command line)."""
+    return bool(
+        getattr(args, "json", False)
+        or getattr(args, "csv", False)
+        or getattr(args, "format", None) == "jsonl"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         result: int = _handler(args.handler)(args)
     except BrokenPipeError:

@@ -5,13 +5,22 @@ and what stops it in one line; bad journals are exit 2 with one line."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from npuwatch.journal.store import segment_path
 from tests.cluster.fixture_hosts import COLLECTION, HOSTS, journal_hosts
+from tests.journal.damaged_journal import (
+    DAMAGES,
+    Damage,
+    damage_segment,
+    page_overwritten,
+    write_journal,
+)
 from tests.npuwatch_command import run_npuwatch
 
 
@@ -88,6 +97,55 @@ def test_a_folder_without_a_journal_is_one_line_and_exit_2(
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert said in line
+
+
+# --- a journal with a damaged segment ----------------------------------------------------------
+
+
+def one_journal(folder: Path, first: Path, damaged: Damage, last: Path) -> Path:
+    """A journal of three segments: `first`, a copy of `last` damaged, and `last` (the only
+    segment of each journal given)."""
+    folder.mkdir()
+    for sequence, journal in ((1, first), (2, last), (3, last)):
+        (segment,) = sorted(journal.glob("segment-*.db"))
+        shutil.copy(segment, segment_path(folder, sequence))
+    damage_segment(folder, 2, damaged)
+    return folder
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_the_incidents_of_the_intact_segments_are_found_with_one_warning_for_the_damaged(
+    states: dict[str, Path], tmp_path: Path, damage: str
+) -> None:
+    journals = [states[host] / "journal" for host in HOSTS]
+    folder = one_journal(tmp_path / "journal", journals[0], DAMAGES[damage], journals[1])
+
+    done = run_npuwatch("correlate", "--journal", str(folder), "--json")
+
+    assert done.returncode == 1, done.stderr  # incidents found
+    found = json.loads(done.stdout)["incidents"]
+    assert [decided(i) for i in found] == [decided(i) for i in scan_incidents()]
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"npuwatch: WARNING journal segment {segment_path(folder, 2)} ")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [DAMAGES["overwritten with garbage"], page_overwritten("events")],
+    ids=lambda damage: damage.__name__,
+)
+def test_no_incident_in_the_intact_segments_exits_0_with_the_warning(
+    tmp_path: Path, damage: Damage
+) -> None:
+    folder = tmp_path / "journal"
+    write_journal(folder)  # records and events, no collective failure
+    damaged = damage_segment(folder, 2, damage)
+
+    done = run_npuwatch("correlate", "--journal", str(folder))
+
+    assert (done.returncode, done.stdout) == (0, "No collective incident.\n")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"npuwatch: WARNING journal segment {damaged} ")
 
 
 def test_check_says_what_the_service_would_use(tmp_path: Path) -> None:

@@ -21,18 +21,23 @@ START = Position()
 
 def write_segments(directory: Path, blocks: list[int], events: int = 0) -> None:
     """One segment per entry of `blocks`, with that many blocks (numbered on from segment to
-    segment) and `events` events each (`"e0"`, `"e1"`, ... likewise)."""
+    segment) and `events` events each (`e0`, `e1`, ... likewise, documents `{"e":0}` ...)."""
     first_block = first_event = 0
     for count in blocks:
         journal = Journal(directory, clock=lambda: NOON_S)
         journal.open()
         try:
-            rows = [event(f"e{n}", f'"e{n}"') for n in range(first_event, first_event + events)]
+            rows = [event(f"e{n}", document(n)) for n in range(first_event, first_event + events)]
             journal.commit(CommitBatch(numbered_blocks(first_block, count), rows))
         finally:
             journal.close()
         first_block += count
         first_event += events
+
+
+def document(number: int) -> str:
+    """The document of event `e<number>` (every event's document is a JSON object)."""
+    return f'{{"e":{number}}}'
 
 
 def text(block: StoredBlock) -> str:
@@ -82,7 +87,7 @@ def test_events_after_pages_across_segments_in_order_with_every_event_once(
             pages.append(page)
             position = page[-1][0]
     assert [len(page) for page in pages] == [2, 1, 2, 1, 2, 1]
-    assert [document for page in pages for _, document in page] == [f'"e{n}"' for n in range(9)]
+    assert [document for page in pages for _, document in page] == [document(n) for n in range(9)]
     assert [at for page in pages for at, _ in page] == [
         Position(segment, seq) for segment in (1, 2, 3) for seq in (1, 2, 3)
     ]
@@ -101,7 +106,7 @@ def test_end_is_after_the_last_block_and_the_last_event(tmp_path: Path) -> None:
             (Position(4, 1), "step 0 finished"),
             (Position(4, 2), "step 1 finished"),
         ]
-        assert reader.events_after(events_end) == [(Position(4, 1), '"e0"')]
+        assert reader.events_after(events_end) == [(Position(4, 1), document(0))]
 
 
 def test_the_end_of_a_journal_just_reopened_is_the_start_of_its_new_segment(
@@ -164,10 +169,10 @@ def test_an_unreadable_segment_in_the_middle_is_skipped_with_one_warning(
         events = reader.events_after(Position(), limit=10)
         events += reader.events_after(events[-1][0], limit=10)
         for _ in range(3):  # a reader still before segment 2 passes it on every call
-            assert reader.events_after(Position(1, 1)) == [(Position(3, 1), '"e2"')]
+            assert reader.events_after(Position(1, 1)) == [(Position(3, 1), document(2))]
         assert reader.skipped_segments == 1
     assert [t for page in pages for _, t in page] == steps(0, 5) + steps(10, 5)
-    assert events == [(Position(1, 1), '"e0"'), (Position(3, 1), '"e2"')]
+    assert events == [(Position(1, 1), document(0)), (Position(3, 1), document(2))]
     (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert (warning.name, warning.levelname) == ("npuwatch.journal.reader", "WARNING")
     assert "segment-00000002.db" in warning.getMessage()
@@ -206,5 +211,5 @@ def test_paging_events_through_many_segments_keeps_one_segment_open(tmp_path: Pa
             assert len(page) <= 16
             documents += [document for _, document in page]
             position = page[-1][0]
-    assert documents == [f'"e{n}"' for n in range(120)]
+    assert documents == [document(n) for n in range(120)]
     assert most_open == 1

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from npuwatch.journal.damage import DamageNotice
 from npuwatch.journal.reader import JournalReader
 from npuwatch.journal.segment import EventRow, StateRow
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
@@ -55,13 +56,14 @@ class JournalStates:
     """States of the journal by id, for the thread that asks: its reader is opened there at the
     first question (an SQLite connection stays in the thread that made it)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, notice: DamageNotice | None = None) -> None:
         self._directory = directory
+        self._notice = notice
         self._reader: JournalReader | None = None
 
     def __call__(self, id_: str) -> StateRow | None:
         if self._reader is None:
-            self._reader = JournalReader(self._directory)
+            self._reader = JournalReader(self._directory, notice=self._notice)
         return self._reader.state(id_)
 
     def close(self) -> None:

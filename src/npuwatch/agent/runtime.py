@@ -41,6 +41,7 @@ from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
 from npuwatch.journal.cursors import CursorStore
+from npuwatch.journal.damage import DamageNotice
 from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
@@ -108,7 +109,9 @@ class Agent:
         self._ruleset = topology.rules.ruleset
         """The rule set in force (the rules thread replaces it at a reload), for the rules the
         debugging-tools importer runs over its entries."""
-        self._journal_states = JournalStates(topology.journal.directory)
+        # A damaged journal segment is named once, not once by each of its readers.
+        damage = DamageNotice(log.warning)
+        self._journal_states = JournalStates(topology.journal.directory, damage)
         collective = (
             CollectiveWatch(
                 topology.host, __version__, topology.collective.settings, self._journal_states
@@ -155,6 +158,7 @@ class Agent:
                 self.journal_stage.committed,
                 self._sink_stop,
                 self.metrics,
+                notice=damage,
             )
             for plan in topology.sinks
         ]

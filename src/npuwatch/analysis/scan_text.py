@@ -1,5 +1,8 @@
 """The scan report as people read it: most important first, times in the local zone.
 
+Everything in it that comes from the tree (file and host names, log lines, process names) or
+from rule packs is shown on its line, never acted on by the terminal (terminal.visible_line).
+
 A collection of hosts (scan_hosts) names the host wherever a pid is shown; one host's tree is
 reported as it always was.
 """
@@ -18,6 +21,7 @@ from npuwatch.analysis.scan import ScanResult
 from npuwatch.rules.events import Event
 from npuwatch.sinks.console import format_datetime
 from npuwatch.terminal import Palette
+from npuwatch.terminal import visible_line as shown
 
 _Add = Callable[[str], None]
 _TOP_MODULES = 12
@@ -36,18 +40,18 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
         if result.first_us is not None
         else "no timestamps"
     )
-    add(palette.bold(f"npuwatch scan of {result.root}"))
+    add(palette.bold(f"npuwatch scan of {shown(result.root)}"))
     add(
         f"  {result.files} files, {result.bytes / 1e6:.1f} MB, {result.lines} lines, "
         f"{result.records} records, {len(result.processes)} processes, "
         f"devices {_join(str(d) for d in sorted(result.devices)) or '-'}"
     )
     if result.collection:
-        shown = _join(result.hosts[:_HOSTS_SHOWN])
+        hosts = _join(map(shown, result.hosts[:_HOSTS_SHOWN]))
         more = len(result.hosts) - _HOSTS_SHOWN
         count = len(result.hosts)
         add(
-            f"  {count} host{'s' if count != 1 else ''}: {shown}"
+            f"  {count} host{'s' if count != 1 else ''}: {hosts}"
             + (f" and {more} more" if more > 0 else "")
         )
     add(f"  time span: {span}")
@@ -71,7 +75,7 @@ def render_scan(result: ScanResult, zone: tzinfo, palette: Palette) -> str:
     _processes(result, zone, palette, add)
     if result.problems:
         add(palette.bold(f"Problems reading the tree ({len(result.problems)})"))
-        out.extend(f"  {problem}" for problem in result.problems)
+        out.extend(f"  {shown(problem)}" for problem in result.problems)
         add("")
     errors = result.error_records
     outcome = palette.level("ERROR", f"{errors} error records") if errors else "no error records"
@@ -83,16 +87,18 @@ def _verdict_line(first: Verdict, zone: tzinfo, palette: Palette) -> str:
     event = first.event
     info = describe(event)
     where = _where(event)
-    message = info["message"].split("\n", 1)[0]
+    message = shown(info["message"].split("\n", 1)[0])
     tail = (
         f" ({first.symptoms_after} later events are likely consequences)"
         if first.symptoms_after
         else ""
     )
-    advice = textwrap.fill(event.rule.spec.advice, 96, initial_indent="  ", subsequent_indent="  ")
+    advice = textwrap.fill(
+        shown(event.rule.spec.advice), 96, initial_indent="  ", subsequent_indent="  "
+    )
     return (
         palette.bold("Most likely first failure: ")
-        + palette.level("ERROR", event.rule.spec.title)
+        + palette.level("ERROR", shown(event.rule.spec.title))
         + f" — {where} at {format_datetime(event.first_us, zone)}: {message}{tail}.\n"
         + palette.bold("What to check first:")
         + "\n"
@@ -113,18 +119,18 @@ def _findings(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) -> 
         add(
             "  "
             + palette.level(level if level != "CRITICAL" else "CRITICAL", f"[{level}]")
-            + f" {finding.title}{symptom} — {finding.count}× "
+            + f" {shown(finding.title)}{symptom} — {finding.count}× "
             f"from {format_datetime(finding.first_us, zone)} "
-            + palette.dim(f"[{finding.rule_id}, {finding.layer}/{finding.category}]")
+            + palette.dim(shown(f"[{finding.rule_id}, {finding.layer}/{finding.category}]"))
         )
         places = finding.first_per_place()
         add(f"      where: {_places(places, finding.rank_per_place())}")
-        for line in textwrap.wrap(finding.advice, 92):
+        for line in textwrap.wrap(shown(finding.advice), 92):
             add("      " + line)
         first = places[0]
         for line in first.before[-_FINDING_CONTEXT:]:
-            add(palette.dim("      │ " + line.split("\n", 1)[0][:160]))
-        add("      " + palette.level(level, "▶ " + first.original.split("\n", 1)[0][:160]))
+            add(palette.dim("      │ " + shown(line.split("\n", 1)[0][:160])))
+        add("      " + palette.level(level, "▶ " + shown(first.original.split("\n", 1)[0][:160])))
     add("")
 
 
@@ -140,7 +146,7 @@ def _places(events: list[Event], ranks_known: dict[tuple[Any, ...], int]) -> str
         ranks = sorted({ranks_known[place(e)] for e in at_host if place(e) in ranks_known})
         if len(ranks) == len(at_host):
             label = "rank" if len(ranks) == 1 else "ranks"
-            parts.append(f"{host + ' ' if host else ''}{label} {_ranges(ranks)}")
+            parts.append(f"{shown(host) + ' ' if host else ''}{label} {_ranges(ranks)}")
             continue
         for event in at_host:
             if listed < _PLACES_SHOWN:
@@ -168,6 +174,10 @@ def _ranges(numbers: list[int]) -> str:
 
 
 def _where(event: Event) -> str:
+    return shown(_place_of(event))
+
+
+def _place_of(event: Event) -> str:
     host, device, pid, _ = place(event)
     rank = event.rank
     parts = []
@@ -191,10 +201,12 @@ def _error_codes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) 
     for stats in sorted(result.codes.values(), key=lambda s: (s.first_us or 0, s.code)):
         processes = _code_processes(stats.sorted_processes(), result.collection)
         devices = _join(str(device) for device in sorted(stats.devices))
-        code = palette.level("ERROR" if stats.code[0] == "E" else "WARNING", f"{stats.code:7}")
+        code = palette.level(
+            "ERROR" if stats.code[0] == "E" else "WARNING", f"{shown(stats.code):7}"
+        )
         add(
             f"  {code} {stats.count:>6}  {format_datetime(stats.first_us, zone):23}  "
-            f"{format_datetime(stats.last_us, zone):23}  {processes or '-'}"
+            f"{format_datetime(stats.last_us, zone):23}  {shown(processes) or '-'}"
             + (f" / devices {devices}" if devices else "")
         )
     add("")
@@ -224,16 +236,16 @@ def _first_errors(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add)
         if result.collection and error.host is not None:
             who = f"{error.host}, {who}"
         add(
-            palette.bold(f"── {format_datetime(error.timestamp_us, zone)}  {who}  ")
-            + f"{error.path}:{error.line_number}"
+            palette.bold(f"── {format_datetime(error.timestamp_us, zone)}  {shown(who)}  ")
+            + f"{shown(str(error.path))}:{error.line_number}"
         )
         if error.context:
             count = len(error.context)
             add(palette.dim(f"   {count} line{'s' if count != 1 else ''} before it:"))
             for line in error.context:
-                add(palette.dim(f"   {line}"))
+                add(palette.dim(f"   {shown(line)}"))
         for line in error.original.split("\n"):
-            add("   " + palette.level("ERROR", line))
+            add("   " + palette.level("ERROR", shown(line)))
         add("")
 
 
@@ -243,7 +255,7 @@ def _processes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) ->
         return
     add(palette.bold(f"Processes ({len(processes)})"))
     listed = processes[:_MAX_PROCESSES_LISTED]
-    width = min(max(4, *(len(p.host or "-") for p in listed)), _HOST_COLUMN)
+    width = min(max(4, *(len(shown(p.host or "-")) for p in listed)), _HOST_COLUMN)
     host_header = f"{'HOST':{width}}  " if result.collection else ""
     add(f"  {host_header}{'PID':>8}  {'NAME':20} {'RECORDS':>8} {'ERRORS':>7}  {'FIRST':23}  LAST")
     for process in listed:
@@ -252,10 +264,10 @@ def _processes(result: ScanResult, zone: tzinfo, palette: Palette, add: _Add) ->
             errors = palette.level("ERROR", f"{process.errors:>7}")
         else:
             errors = f"{errors:>7}"
-        host = f"{(process.host or '-')[:width]:{width}}  " if result.collection else ""
+        host = f"{shown(process.host or '-')[:width]:{width}}  " if result.collection else ""
         add(
             f"  {host}{process.pid if process.pid is not None else '-':>8}  "
-            f"{(process.name or '-')[:20]:20} {process.records:>8} {errors}  "
+            f"{shown(process.name or '-')[:20]:20} {process.records:>8} {errors}  "
             f"{format_datetime(process.first_us, zone):23}  "
             f"{format_datetime(process.last_us, zone)}"
         )
@@ -269,7 +281,7 @@ def _counts(
 ) -> str:
     items = counter.most_common(limit)
     text = "  ".join(
-        (palette.level(name, f"{name} {count}") if levels else f"{name} {count}")
+        (palette.level(name, f"{shown(name)} {count}") if levels else f"{shown(name)} {count}")
         for name, count in items
     )
     hidden = len(counter) - len(items)

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import threading
 from pathlib import Path
@@ -166,15 +167,21 @@ def _from_journals(folders: list[Path]) -> list[Incident]:
     correlator = Correlator()
     for folder in folders:
         directory = _journal_of(folder)
-        with JournalReader(directory) as reader:
-            for row in reader.latest_states().values():
-                correlator.add_all(fed.take(_hit(row.id, row.document)))
-            position = Position()
-            while rows := reader.event_rows_after(position, 1024):
-                for _, id_, document in rows:
-                    if '"collective"' in document:
-                        correlator.add_all(fed.take(_hit(id_, document)))
-                position = rows[-1][0]
+        # A damaged segment is read around, with one warning naming it (journal/damage.py).
+        try:
+            with JournalReader(directory) as reader:
+                for row in reader.latest_states().values():
+                    correlator.add_all(fed.take(_hit(row.id, row.document)))
+                position = Position()
+                while rows := reader.event_rows_after(position, 1024):
+                    for _, id_, document in rows:
+                        if '"collective"' in document:
+                            correlator.add_all(fed.take(_hit(id_, document)))
+                    position = rows[-1][0]
+        except PermissionError as error:
+            fail(f"cannot read the journal at {directory}: {error.strerror or error}")
+        except sqlite3.Error as error:  # no damage (that is read around): busy, say
+            fail(f"cannot read the journal at {directory}: {error}")
     for problem in fed.problems:
         log.warning("%s", problem)
     return correlator.incidents()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -21,12 +22,13 @@ from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, TextIO
 
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.journal.damage import DamageNotice
 from npuwatch.journal.layout import segment_files
 from npuwatch.journal.query import search
-from npuwatch.journal.question import Directory, Hit, Question
+from npuwatch.journal.question import Directory, Hit, Question, say_on_stderr
 from npuwatch.journal.rows import StoredRecord
 from npuwatch.quantities import parse_duration
-from npuwatch.terminal import Palette, wants_colour
+from npuwatch.terminal import Palette, visible, visible_line, wants_colour
 
 if TYPE_CHECKING:
     from npuwatch.journal.context import ContextReader
@@ -135,25 +137,44 @@ def run_grep(args: argparse.Namespace) -> int:
 
         return run_baseline_grep(args)
     question = build_question(args, time.time())
-    directory = journal_directory(args)
-    if not segment_files(directory):
+    try:
+        directory = journal_directory(args)
+        if not segment_files(directory):
+            fail(
+                f"no journal at {directory}: is the agent running (npuwatch agent)? Give the "
+                "folder with --journal DIR"
+            )
+        # A damaged segment is read around, with one line on stderr for it; it does not
+        # change the exit status, which says whether anything matched in what could be read.
+        return _answer(args, question, directory, DamageNotice(say_on_stderr), sys.stdout)
+    except PermissionError as error:
         fail(
-            f"no journal at {directory}: is the agent running (npuwatch agent)? Give the "
-            "folder with --journal DIR"
+            f"cannot read the journal at {error.filename}: {error.strerror or error} (run as "
+            "the agent's user, root by default)"
         )
-    out = sys.stdout
+    except sqlite3.Error as error:  # no damage (that is read around): busy, say, or a bug
+        fail(f"cannot read the journal at {args.journal or 'the configured folder'}: {error}")
+
+
+def _answer(
+    args: argparse.Namespace,
+    question: Question,
+    directory: Directory,
+    notice: DamageNotice,
+    out: TextIO,
+) -> int:
     if args.events:
         from npuwatch.journal.event_search import search_events  # noqa: PLC0415 - see the docstring
 
-        return _print_events(search_events(directory, question), args, out)
-    hits = search(directory, question)
+        return _print_events(search_events(directory, question, notice), args, out)
+    hits = search(directory, question, notice)
     if args.max_count is not None:
         hits = _first(hits, args.max_count)
     if args.count:
         count = sum(1 for _ in hits)
         out.write(f"{count}\n")
         return EXIT_OK if count else EXIT_FINDINGS
-    printer = _Printer(args, question, directory, out)
+    printer = _Printer(args, question, directory, out, notice)
     try:
         for hit in hits:
             printer.print(hit)
@@ -195,7 +216,12 @@ class _Printer:
     """Writes hits (and their context) as grep would, or as JSON documents."""
 
     def __init__(
-        self, args: argparse.Namespace, question: Question, directory: Directory, out: TextIO
+        self,
+        args: argparse.Namespace,
+        question: Question,
+        directory: Directory,
+        out: TextIO,
+        notice: DamageNotice,
     ) -> None:
         self._args = args
         self._pattern = question.pattern
@@ -209,7 +235,7 @@ class _Printer:
         if needs_blocks:
             from npuwatch.journal.context import ContextReader  # noqa: PLC0415 - see the docstring
 
-            self._reader = ContextReader(directory)
+            self._reader = ContextReader(directory, notice=notice)
         self._file: str | None = None
         """The file of the group being printed (with -C)."""
         self._path = ""
@@ -280,11 +306,31 @@ class _Printer:
         return _offset(first) <= _offset(last) or first.offset == last.end_offset
 
     def _lines(self, path: str, text: str, separator: str, highlight: bool) -> None:
+        """A record's lines, each after its file's name (as grep -H), shown: what a terminal
+        would act on is escaped (terminal.py), a newline in the file's name too."""
         palette = self._palette
         if highlight and self._pattern is not None and palette.enabled:
-            text = self._pattern.sub(lambda m: palette.highlight(m.group(0)), text)
+            text = _highlighted(text, self._pattern, palette)
+        else:
+            text = visible(text)
         if self._args.no_filename:
             self._out.write(text + "\n")
             return
-        prefix = palette.dim(f"{path}{separator}") if palette.enabled else f"{path}{separator}"
+        prefix = visible_line(path) + separator
+        if palette.enabled:
+            prefix = palette.dim(prefix)
         self._out.write("".join(f"{prefix}{line}\n" for line in text.split("\n")))
+
+
+def _highlighted(text: str, pattern: re.Pattern[str], palette: Palette) -> str:
+    """`text` made visible, with the pattern's matches in the highlight colour."""
+    pieces = []
+    start = 0
+    for match in pattern.finditer(text):
+        if match.end() == match.start():  # an empty match highlights nothing
+            continue
+        pieces.append(visible(text[start : match.start()]))
+        pieces.append(palette.highlight(visible(match.group(0))))
+        start = match.end()
+    pieces.append(visible(text[start:]))
+    return "".join(pieces)

@@ -20,7 +20,7 @@ from npuwatch.quantities import parse_duration
 from npuwatch.sinks.console import format_datetime
 from npuwatch.sinks.search.engine import SearchEngine, describe_error
 from npuwatch.sinks.search.streams import state_index
-from npuwatch.terminal import Palette, wants_colour
+from npuwatch.terminal import Palette, visible_line, wants_colour
 
 _LISTED = 1000
 
@@ -59,7 +59,9 @@ def run_show(args: argparse.Namespace) -> int:
     engine, index = _open(args)
     hit = _read(engine, lambda: engine.get(index, args.id))
     if hit is None:
-        sys.stderr.write(f"npuwatch: no incident {args.id} in {index} (npuwatch incident list)\n")
+        sys.stderr.write(
+            f"npuwatch: no incident {visible_line(args.id)} in {index} (npuwatch incident list)\n"
+        )
         return EXIT_FINDINGS
     stored = hit["_source"]["ascend"]["incident"]
     if args.json:
@@ -67,7 +69,7 @@ def run_show(args: argparse.Namespace) -> int:
         return EXIT_OK
     palette = Palette(wants_colour(sys.stdout))
     lines = render_incidents([incident_from_document(stored)], _zone(args), palette)
-    sys.stdout.write(f"incident {args.id}\n" + "\n".join(lines).rstrip("\n") + "\n")
+    sys.stdout.write(f"incident {visible_line(args.id)}\n" + "\n".join(lines).rstrip("\n") + "\n")
     return EXIT_OK
 
 
@@ -92,7 +94,10 @@ def _line(found: dict[str, Any], zone: Any) -> str:
     roots = ", ".join(_place(p) for p in found.get("root_cause", ())) or "not named"
     first = format_datetime(_first_us(found), zone)
     waiting = f"({found.get('victims_count', 0)} waiting)"
-    return f"{found.get('id')}  {status:<11}  {first}  {found.get('kind')}  {roots}  {waiting}"
+    # The stored document holds host names and log text: shown, never acted on (terminal.py).
+    return visible_line(
+        f"{found.get('id')}  {status:<11}  {first}  {found.get('kind')}  {roots}  {waiting}"
+    )
 
 
 def _place(place: dict[str, Any]) -> str:

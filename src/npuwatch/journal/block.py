@@ -332,8 +332,14 @@ def text_start(body: bytes) -> int:
             f"unreadable block: block format {version} (this npuwatch reads {_VERSION})"
         )
     index_start = _HEADER.size + count * _FIXED_BYTES_PER_RECORD
-    width = 2 if body[index_start : index_start + 1] == b"H" else 1
-    return int(index_start + 1 + 2 * width * count + dictionary_length + columns_length)
+    kind = body[index_start : index_start + 1]
+    if kind not in (b"B", b"H"):
+        raise BlockFormatError(f"unreadable block: unknown index width {kind!r}")
+    width = 2 if kind == b"H" else 1
+    start = int(index_start + 1 + 2 * width * count + dictionary_length + columns_length)
+    if start > len(body):  # what the header says is not there: damage, not a block without text
+        raise BlockFormatError("unreadable block: block is shorter than its header says")
+    return start
 
 
 def columns_of(body: bytes) -> BlockColumns:

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from npuwatch.journal.block import unpack
+from npuwatch.journal.block import BlockFormatError, unpack
 from npuwatch.journal.block_search import BlockSearch, decode_matching
 from npuwatch.journal.question import Hit, Question, ReadOnlySegment, Where
 from npuwatch.journal.rows import FileSource, StoredRecord
@@ -26,8 +26,13 @@ memory stays a few blocks (a block is a few MiB uncompressed)."""
 
 
 def from_blocks(
-    segment: ReadOnlySegment, question: Question, triggers: set[tuple[str, int]] | None
+    segment: ReadOnlySegment,
+    question: Question,
+    triggers: set[tuple[str, int]] | None,
+    after: tuple[int, int] = (0, -1),
 ) -> Iterator[Hit]:
+    """The hits of `segment`'s blocks, from the record after `after` (block id, position) on.
+    A block that does not decode is left out (told to the segment's notice)."""
     where = Where()
     if question.since_us is not None:
         where.add("last_us >= ?", question.since_us)
@@ -37,6 +42,8 @@ def from_blocks(
         where.members("levels", sorted(question.levels))
     if question.modules:
         where.members("modules", sorted(question.modules))
+    if question.codes:
+        where.members("codes", sorted(question.codes))
     if question.pid is not None:
         where.members("pids", [str(question.pid)])
     if question.host is not None:
@@ -47,10 +54,17 @@ def from_blocks(
     if triggers is not None:
         where.any_of("file_key", sorted({key for key, _ in triggers}))
     search = None if question.pattern is None else BlockSearch.of(question.pattern)
+    blocks = _blocks(segment, where, after[0] - 1)
     with ThreadPoolExecutor(1, thread_name_prefix="npuwatch-unpack") as unpacking:
-        for block, unpacked in _unpacked_ahead(_blocks(segment, where), unpacking):
-            body = unpacked.result()  # raises what unpacking the block raised
-            for position, record in decode_matching(body, search):
+        for block, unpacked in _unpacked_ahead(blocks, unpacking):
+            try:
+                matching = decode_matching(unpacked.result(), search)
+            except BlockFormatError as error:
+                segment.damaged(f"block {block.id}: {error}")
+                continue
+            for position, record in matching:
+                if (block.id, position) <= after:
+                    continue
                 if _matches(record, question, block.source, triggers):
                     device = block.source.device
                     if question.device is not None and device is None:
@@ -60,20 +74,18 @@ def from_blocks(
                     yield Hit(segment.sequence, block.id, position, block.source, record, device)
 
 
-def _blocks(segment: ReadOnlySegment, where: Where) -> Iterator[StoredBlock]:
-    last_id = 0
-    while True:  # a page of blocks at a time: memory stays bounded on a large journal
-        rows = segment.query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id > ? AND {where.sql()} "
-            "ORDER BY id LIMIT 16",
-            [last_id, *where.parameters],
-        )
-        if not rows:
-            return
-        for row in rows:
-            block = block_from_row(row)
-            last_id = block.id
-            yield block
+def _blocks(segment: ReadOnlySegment, where: Where, after: int) -> Iterator[StoredBlock]:
+    """The blocks after id `after` that `where` lets through, a page at a time (memory stays
+    bounded on a large journal), read around damage. NOT INDEXED: read by id, so that a
+    damaged index cannot hide blocks."""
+    rows = segment.rows_after(
+        f"SELECT {BLOCK_COLUMNS} FROM blocks NOT INDEXED WHERE id >= ? AND {where.sql()} "
+        "ORDER BY id LIMIT ?",
+        where.parameters,
+        after=after,
+        page=16,
+    )
+    return map(block_from_row, rows)
 
 
 def _unpacked_ahead(
@@ -106,6 +118,8 @@ def _matches(
     if question.modules and record.logger not in question.modules:
         return False
     if question.pid is not None and record.pid != question.pid:
+        return False
+    if question.codes and question.codes.isdisjoint(record.error_codes):
         return False
     return triggers is None or (source.file_key, record.offset or 0) in triggers
 

@@ -3,13 +3,16 @@ context of an event the journal keeps as a span of offsets: journal/event_contex
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections import OrderedDict
+from functools import partial
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from zlib import crc32
 
-from npuwatch.journal.block import BlockColumns, read_columns
+from npuwatch.journal.block import BlockColumns, BlockFormatError, read_columns
+from npuwatch.journal.damage import DamageNotice, is_damage
 from npuwatch.journal.layout import segment_file_name, segment_files
 from npuwatch.journal.question import Directory, Hit
 from npuwatch.journal.rows import StoredRecord
@@ -25,13 +28,24 @@ that many segments took has no context worth printing there."""
 Place = tuple[int, int, int]
 """A record in the journal: segment sequence, block id, position in the block."""
 
+log = logging.getLogger(__name__)
+
 
 class ContextReader:
-    """Reads the neighbours of hits; keeps the last few blocks decoded."""
+    """Reads the neighbours of hits; keeps the last few blocks decoded.
 
-    def __init__(self, directory: Directory, cached_blocks: int = _CACHED_BLOCKS) -> None:
+    A block that cannot be read (its segment damaged or gone) ends the context there: the
+    records beyond it are not given, and the damage is told once per segment to `notice`."""
+
+    def __init__(
+        self,
+        directory: Directory,
+        cached_blocks: int = _CACHED_BLOCKS,
+        notice: DamageNotice | None = None,
+    ) -> None:
         self.directory = directory
         self._cached_blocks = cached_blocks
+        self.damage = notice if notice is not None else DamageNotice(log.warning)
         self._segments: dict[int, Segment] = {}
         self._sequences: list[int] | None = None
         self._blocks: OrderedDict[tuple[int, int], tuple[str, BlockColumns]] = OrderedDict()
@@ -52,30 +66,36 @@ class ContextReader:
 
     def runs_around(self, place: Place, before: int, after: int) -> tuple[list[Run], list[Run]]:
         """Up to `before` records before `place` and `after` after it, as runs of consecutive
-        records in a block: the caller builds what it needs (records, or only their text)."""
+        records in a block: the caller builds what it needs (records, or only their text).
+        None at all when the block of `place` cannot be read."""
         sequence, block_id, position = place
-        file_key, columns = self._block(sequence, block_id)
+        found = self._block(sequence, block_id)
+        if found is None:
+            return [], []
+        file_key, columns = found
         earlier = [Run(columns, max(position - before, 0), position)]
         later = [Run(columns, position + 1, min(position + 1 + after, columns.count))]
         missing = before - len(earlier[0])
         where = (sequence, block_id)
-        while missing > 0 and (found := self._neighbour(where, file_key, "<")) is not None:
-            where, more = found
+        while missing > 0 and (near := self._neighbour(where, file_key, "<")) is not None:
+            where, more = near
             run = Run(more, max(more.count - missing, 0), more.count)
             earlier.insert(0, run)
             missing -= len(run)
         missing = after - len(later[0])
         where = (sequence, block_id)
-        while missing > 0 and (found := self._neighbour(where, file_key, ">")) is not None:
-            where, more = found
+        while missing > 0 and (near := self._neighbour(where, file_key, ">")) is not None:
+            where, more = near
             run = Run(more, 0, min(missing, more.count))
             later.append(run)
             missing -= len(run)
         return earlier, later
 
     def record(self, hit: Hit) -> StoredRecord:
-        """The hit's record as its block holds it (a hit from the index has fewer fields)."""
-        return self._block(hit.segment, hit.block_id)[1].record(hit.position)
+        """The hit's record as its block holds it (a hit from the index has fewer fields: they
+        are what is given when the block cannot be read)."""
+        found = self._block(hit.segment, hit.block_id)
+        return hit.record if found is None else found[1].record(hit.position)
 
     def locate(
         self, sequence: int, file_key: str, offset: int, text_check: int | None = None
@@ -95,7 +115,10 @@ class ContextReader:
                 if end - first < text_bytes and block_id not in likely
             ]
             for block_id in likely + truncated:
-                columns = self._block(other, block_id)[1]
+                found = self._block(other, block_id)
+                if found is None:
+                    continue
+                columns = found[1]
                 for position in columns.positions_of(offset):
                     if text_check is None or text_crc(columns.original(position)) == text_check:
                         return other, block_id, position
@@ -111,15 +134,17 @@ class ContextReader:
         key = (sequence, file_key)
         spans = self._block_spans.get(key)
         if spans is None:
+            rows = self._query(
+                sequence,
+                "SELECT id, first_offset, end_offset, raw_bytes FROM blocks WHERE file_key = ? "
+                "AND first_offset IS NOT NULL AND end_offset IS NOT NULL ORDER BY id DESC",
+                [file_key],
+            )
             try:
-                rows = self._segment(sequence).query(
-                    "SELECT id, first_offset, end_offset, raw_bytes FROM blocks WHERE file_key = ? "
-                    "AND first_offset IS NOT NULL AND end_offset IS NOT NULL ORDER BY id DESC",
-                    [file_key],
-                )
-            except sqlite3.Error:  # removed by retention meanwhile, or quarantined
-                rows = []
-            spans = [(int(i), int(f), int(e), int(b)) for i, f, e, b in rows]
+                spans = [(int(i), int(f), int(e), int(b)) for i, f, e, b in rows or ()]
+            except (TypeError, ValueError) as error:  # damage SQLite did not see
+                self._damaged(sequence, error)
+                spans = []
             self._block_spans[key] = spans
         return spans
 
@@ -132,24 +157,61 @@ class ContextReader:
             del self._blocks[key]
         self._block_spans.clear()
 
-    def _segment(self, sequence: int) -> Segment:
+    def _segment(self, sequence: int) -> Segment | None:
+        """Segment `sequence`, open; None when it is gone (removed by retention meanwhile, or
+        set aside) or cannot be opened (told to the notice)."""
         segment = self._segments.get(sequence)
         if segment is None:
             path = Path(self.directory, segment_file_name(sequence))
-            segment = self._segments[sequence] = Segment(path, sequence, readonly=True)
+            try:
+                segment = Segment(
+                    path, sequence, readonly=True, damaged=partial(self.damage.damaged, path)
+                )
+            except FileNotFoundError:
+                return None
+            except sqlite3.DatabaseError as error:
+                if not is_damage(error):
+                    raise
+                self.damage.unreadable(path, error)
+                return None
+            self._segments[sequence] = segment
         return segment
 
-    def _block(self, sequence: int, block_id: int) -> tuple[str, BlockColumns]:
+    def _query(
+        self, sequence: int, sql: str, parameters: list[object]
+    ) -> list[tuple[Any, ...]] | None:
+        """The rows of `sql` in segment `sequence`; None when they cannot be read."""
+        segment = self._segment(sequence)
+        if segment is None:
+            return None
+        try:
+            return segment.query(sql, parameters)
+        except sqlite3.DatabaseError as error:
+            if is_damage(error) and "no such table" not in str(error):
+                self._damaged(sequence, error)
+            elif not is_damage(error):
+                raise
+            return None
+
+    def _damaged(self, sequence: int, problem: object) -> None:
+        self.damage.damaged(Path(self.directory, segment_file_name(sequence)), problem)
+
+    def _block(self, sequence: int, block_id: int) -> tuple[str, BlockColumns] | None:
+        """The file key and the decoded columns of a block; None when it cannot be read."""
         key = (sequence, block_id)
         cached = self._blocks.get(key)
         if cached is not None:
             self._blocks.move_to_end(key)
             return cached
-        rows = self._segment(sequence).query(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id = ?", [block_id]
-        )
-        block = block_from_row(rows[0])
-        value = (block.source.file_key, read_columns(block.payload))
+        rows = self._query(sequence, f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id = ?", [block_id])
+        if not rows:
+            return None
+        try:
+            block = block_from_row(rows[0])
+            value = (block.source.file_key, read_columns(block.payload))
+        except (BlockFormatError, ValueError, TypeError) as error:
+            self._damaged(sequence, f"block {block_id}: {error}")
+            return None
         self._blocks[key] = value
         if len(self._blocks) > self._cached_blocks:
             self._blocks.popitem(last=False)
@@ -164,12 +226,14 @@ class ContextReader:
         sequence, block_id = where
         found = self._neighbour_in(sequence, file_key, block_id, direction)
         if found is not None:
-            return (sequence, found), self._block(sequence, found)[1]
+            block = self._block(sequence, found)
+            return None if block is None else ((sequence, found), block[1])
         for other in self._segments_from(sequence, direction):
             edge = -1 if direction == ">" else 1 << 62
             found = self._neighbour_in(other, file_key, edge, direction)
             if found is not None:
-                return (other, found), self._block(other, found)[1]
+                block = self._block(other, found)
+                return None if block is None else ((other, found), block[1])
         return None
 
     def _segments_from(self, sequence: int, direction: str) -> list[int]:
@@ -186,14 +250,12 @@ class ContextReader:
         self, sequence: int, file_key: str, block_id: int, direction: str
     ) -> int | None:
         order = "DESC" if direction == "<" else "ASC"
-        try:
-            rows = self._segment(sequence).query(
-                f"SELECT id FROM blocks WHERE file_key = ? AND id {direction} ? "
-                f"ORDER BY id {order} LIMIT 1",
-                [file_key, block_id],
-            )
-        except sqlite3.Error:  # removed by retention meanwhile, or quarantined: no context there
-            return None
+        rows = self._query(
+            sequence,
+            f"SELECT id FROM blocks WHERE file_key = ? AND id {direction} ? "
+            f"ORDER BY id {order} LIMIT 1",
+            [file_key, block_id],
+        )
         return int(rows[0][0]) if rows else None
 
 

@@ -23,6 +23,7 @@ from operator import itemgetter
 from typing import Any
 
 from npuwatch.journal.context import SEGMENTS_AWAY, ContextReader, Run, text_crc
+from npuwatch.journal.damage import DamageNotice
 from npuwatch.journal.question import Directory
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,13 @@ class EventContexts:
     """Completes the events read from one journal directory: the context's text is read from
     the blocks. One per reader; not thread-safe."""
 
-    def __init__(self, directory: Directory, cached_blocks: int = _CACHED_BLOCKS) -> None:
-        self._blocks = ContextReader(directory, cached_blocks)
+    def __init__(
+        self,
+        directory: Directory,
+        cached_blocks: int = _CACHED_BLOCKS,
+        notice: DamageNotice | None = None,
+    ) -> None:
+        self._blocks = ContextReader(directory, cached_blocks, notice)
         self.lost = 0
         """Events whose context could not be read back (see the module's docstring)."""
 
@@ -98,8 +104,11 @@ class EventContexts:
             # Only the reference is parsed and replaced: the rest is the text the rule's
             # document was dumped to, so the result is the bytes of the document as it was made.
             value_at = start + len('"context":')
-            reference, end = _DECODER.raw_decode(document, value_at)
-            file_key, at = str(reference["file"]), int(reference["at"])
+            try:
+                reference, end = _DECODER.raw_decode(document, value_at)
+                file_key, at = str(reference["file"]), int(reference["at"])
+            except (ValueError, KeyError, TypeError, RecursionError):
+                continue  # damaged: the document is given as it is, for its reader to judge
             references.append((file_key, at, number, value_at, end, reference))
         for _, _, number, value_at, end, reference in sorted(references, key=_IN_FILE_ORDER):
             document = documents[number]
@@ -113,11 +122,16 @@ class EventContexts:
         self._blocks.release_before(sequence - SEGMENTS_AWAY)
 
     def _texts(self, sequence: int, reference: dict[str, Any]) -> dict[str, Any]:
-        before, after = int(reference["before"]), int(reference["after"])
-        first, last = reference["span"]
-        check = reference.get("crc")
-        file_key, at = str(reference["file"]), int(reference["at"])
-        place = self._blocks.locate(sequence, file_key, at, None if check is None else int(check))
+        try:
+            before, after = int(reference["before"]), int(reference["after"])
+            first, last = reference["span"]
+            check = reference.get("crc")
+            file_key, at = str(reference["file"]), int(reference["at"])
+            check = None if check is None else int(check)
+        except (ValueError, KeyError, TypeError):  # a damaged reference names no records
+            place = None
+        else:
+            place = self._blocks.locate(sequence, file_key, at, check)
         if place is not None:
             earlier, later = self._blocks.runs_around(place, before, after)
             if _covers(earlier, before, first, last=False) and _covers(later, after, last, True):
@@ -125,10 +139,10 @@ class EventContexts:
                     "before": [text for run in earlier for text in run.originals()],
                     "after": [text for run in later for text in run.originals()],
                 }
-        if not self.lost:
+        if not self.lost and not self._blocks.damage.segments:  # damage was said already
             log.warning(
                 "the context of an event is no longer in the journal (its records' segment was "
-                "removed before the event was read); it is shipped without it"
+                "removed before the event was read, or is damaged); the event is given without it"
             )
         self.lost += 1
         return {"before": [], "after": [], "lost": True}
@@ -144,3 +158,12 @@ def _covers(runs: list[Run], count: int, offset: int, last: bool) -> bool:
     run = runs[-1] if last else runs[0]
     edge = run.stop - 1 if last else run.start
     return bool(run.block.offsets[edge] == offset)
+
+
+def is_document(text: str) -> bool:
+    """Whether `text` is a JSON object, as every event and state document is (whoever reads
+    one reads fields from it): one that is not is damage, left out by the readers."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False

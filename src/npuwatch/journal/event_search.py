@@ -4,43 +4,53 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from npuwatch.journal.event_context import EventContexts
+from npuwatch.journal.damage import DamageNotice
+from npuwatch.journal.event_context import EventContexts, is_document
 from npuwatch.journal.question import (
     Directory,
     Question,
     Where,
     add_field_filters,
-    leave_out_damaged,
     open_segments,
+    say_on_stderr,
 )
 from npuwatch.journal.row_text import RowTextError
 
 
-def search_events(directory: Directory, question: Question) -> Iterator[str]:
+def search_events(
+    directory: Directory, question: Question, notice: DamageNotice | None = None
+) -> Iterator[str]:
     """The events (JSON documents, as their rules made them) that answer `question`, each once
-    however often journaled. The pattern is searched in the whole document, context included."""
+    however often journaled. The pattern is searched in the whole document, context included.
+    What a damaged segment does not let be read is left out, and told once per segment to
+    `notice` (by default, a line on standard error)."""
+    notice = notice if notice is not None else DamageNotice(say_on_stderr)
     seen: set[str] = set()
-    contexts = EventContexts(directory)
+    contexts = EventContexts(directory, notice=notice)
     try:
-        for segment in open_segments(directory):
+        for segment in open_segments(directory, notice):
             where = Where()
             if question.categories:
                 where.any_of("category", sorted(question.categories))
             if question.codes:
                 where.any_of("code", sorted(question.codes))
             add_field_filters(where, question, "", host_column="host")
-            rows = segment.query(
-                f"SELECT id, document FROM events WHERE {where.sql()} ORDER BY seq",
+            rows = segment.rows_after(
+                f"SELECT seq, id, document FROM events WHERE seq >= ? AND {where.sql()} "
+                "ORDER BY seq LIMIT ?",
                 where.parameters,
             )
-            for event_id, stored in rows:
+            for seq, event_id, stored in rows:
                 if event_id in seen:
                     continue
                 seen.add(str(event_id))
                 try:
                     text = segment.texts.decode(stored)
                 except RowTextError as error:
-                    leave_out_damaged(segment.sequence, error)
+                    segment.damaged(error)
+                    continue
+                if not is_document(text):
+                    segment.damaged(f"event {seq} is not a JSON document")
                     continue
                 document = contexts.complete(segment.sequence, text)
                 if question.pattern is not None and question.pattern.search(document) is None:

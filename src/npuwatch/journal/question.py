@@ -1,6 +1,6 @@
 """The words of a `grep` question to the journal: the question, a hit, an SQL condition built
-clause by clause, and the segments opened read-only. Both plans (query.py, block_scan.py) and the
-events' search use them.
+clause by clause, and the segments opened read-only, read around their damage (damage.py). Both
+plans (query.py, block_scan.py) and the events' search use them.
 
 Kept as light as query.py (NamedTuples, no dataclasses or pathlib): see
 docs/adr/0002-grep-start-up.md.
@@ -15,8 +15,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
+from npuwatch.journal.damage import DamageNotice, is_damage, page_around_damage
 from npuwatch.journal.layout import open_readonly, segment_files
-from npuwatch.journal.row_text import RowTextDecoder, RowTextError
+from npuwatch.journal.row_text import RowTextDecoder
 from npuwatch.journal.rows import NOTABLE_LEVELS, FileSource, StoredRecord
 
 SOURCE_COLUMNS = "b.file_key, b.path, b.host, b.kind, b.channel, b.device, b.file_pid, b.timezone"
@@ -79,19 +80,53 @@ class Where:
 
 
 class ReadOnlySegment(NamedTuple):
+    """A segment open for `grep`, with the notice its damage is told to (journal/damage.py)."""
+
     sequence: int
+    path: str
     db: sqlite3.Connection
     texts: RowTextDecoder
     """Reads the event documents and notable lines the queries return (journal/row_text.py)."""
+    notice: DamageNotice
 
     def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
-        return self.db.execute(sql, parameters).fetchall()
+        """The rows of `sql`; none from a table the segment does not have (yet: the newest
+        segment may be one the agent is making)."""
+        try:
+            return self.db.execute(sql, parameters).fetchall()
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):
+                return []
+            raise
+
+    def rows_after(
+        self, sql: str, parameters: Sequence[object], after: int = 0, page: int = 1024
+    ) -> Iterator[tuple[Any, ...]]:
+        """Every row of `sql` whose key is above `after`, a page at a time, read around damage:
+        `sql` selects the key first, orders by it, and takes the first key to read (`key >= ?`)
+        as its first parameter and the page's size as its last."""
+        while rows := page_around_damage(
+            lambda first, count: self.query(sql, [first, *parameters, count]),
+            _key,
+            after,
+            page,
+            self.damaged,
+        ):
+            yield from rows
+            after = _key(rows[-1])
+
+    def damaged(self, problem: object) -> None:
+        """Part of this segment cannot be read (said once for the segment)."""
+        self.notice.damaged(self.path, problem)
 
 
-def leave_out_damaged(sequence: int, error: RowTextError) -> None:
-    """Say on stderr that a damaged text of segment `sequence` is not in `grep`'s answer (the
-    rest of the answer still comes)."""
-    sys.stderr.write(f"npuwatch: journal segment {sequence}: {error}; that row is left out\n")
+def _key(row: Sequence[Any]) -> int:
+    return int(row[0])
+
+
+def say_on_stderr(line: str) -> None:
+    """How `grep` says what it leaves out: one line on standard error, after its name."""
+    sys.stderr.write(f"npuwatch: {line}\n")
 
 
 def add_field_filters(where: Where, question: Question, prefix: str, host_column: str) -> None:
@@ -113,11 +148,21 @@ def add_field_filters(where: Where, question: Question, prefix: str, host_column
         where.add(f"{host_column} = ?", question.host)
 
 
-def open_segments(directory: Directory) -> Iterator[ReadOnlySegment]:
-    """Each segment of the journal in turn, open read-only (closed when the next is asked)."""
-    for sequence, path in segment_files(directory):
-        db = open_readonly(path)
+def open_segments(directory: Directory, notice: DamageNotice) -> Iterator[ReadOnlySegment]:
+    """Each segment of the journal in turn, open read-only (closed when the next is asked);
+    one that cannot be opened is told to `notice` and passed over."""
+    segments = segment_files(directory)
+    for sequence, path in segments:
         try:
-            yield ReadOnlySegment(sequence, db, RowTextDecoder(db))
+            db = open_readonly(path, being_made=sequence == segments[-1][0])
+        except FileNotFoundError:  # removed by retention since the folder was listed
+            continue
+        except sqlite3.DatabaseError as error:
+            if not is_damage(error):
+                raise
+            notice.unreadable(path, error)
+            continue
+        try:
+            yield ReadOnlySegment(sequence, path, db, RowTextDecoder(db), notice)
         finally:
             db.close()

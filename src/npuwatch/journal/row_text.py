@@ -21,6 +21,8 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, NamedTuple
 
+from npuwatch.journal.damage import is_damage
+
 if TYPE_CHECKING:
     import zstandard
 
@@ -38,6 +40,8 @@ dictionary poorer (measured: 200 documents 15 %, 500 14 %, 1,000 13 % of the siz
 _SAMPLE_ROWS = 2000
 _DICTIONARY_BYTES = 64 * 1024
 _LEVEL = 3
+_LARGEST_TEXT_BYTES = 1 << 30
+"""Far above any text a row holds (a line, an event's document); a size beyond it is damage."""
 
 
 class _Column(NamedTuple):
@@ -68,11 +72,17 @@ class RowTextDecoder:
     def decode(self, stored: str | bytes) -> str:
         if isinstance(stored, str):
             return stored
+        if not isinstance(stored, bytes):  # damage SQLite does not see: a number, a NULL
+            raise RowTextError(f"a stored text is {type(stored).__name__}, not text")
         import zstandard  # noqa: PLC0415  (see the module's docstring)
 
         try:
-            dictionary_id = zstandard.get_frame_parameters(stored).dict_id
-            decompressor = self._decompressor(dictionary_id)
+            parameters = zstandard.get_frame_parameters(stored)
+            # A damaged frame header can claim any size; decompress would try to allocate it.
+            size = parameters.content_size
+            if _LARGEST_TEXT_BYTES < size != zstandard.CONTENTSIZE_UNKNOWN:
+                raise RowTextError(f"a stored text claims {size} bytes uncompressed")
+            decompressor = self._decompressor(parameters.dict_id)
             return decompressor.decompress(stored).decode("utf-8")
         except (zstandard.ZstdError, UnicodeDecodeError) as error:
             raise RowTextError(f"a stored text does not decode ({error})") from error
@@ -94,14 +104,21 @@ def _decompressors(db: sqlite3.Connection) -> dict[int, zstandard.ZstdDecompress
 
     try:
         rows = db.execute("SELECT id, data FROM dictionaries").fetchall()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):  # a segment older than this module
-            return {}
-        raise
-    return {
-        int(id_): zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(bytes(data)))
-        for id_, data in rows
-    }
+    except sqlite3.DatabaseError as error:
+        if isinstance(error, sqlite3.OperationalError) and "no such table" in str(error):
+            return {}  # a segment older than this module
+        if not is_damage(error):
+            raise
+        raise RowTextError(f"the segment's dictionaries cannot be read ({error})") from error
+    try:
+        return {
+            int(id_): zstandard.ZstdDecompressor(
+                dict_data=zstandard.ZstdCompressionDict(bytes(data))
+            )
+            for id_, data in rows
+        }
+    except (zstandard.ZstdError, TypeError, ValueError) as error:
+        raise RowTextError(f"the segment's dictionaries cannot be read ({error})") from error
 
 
 class RowTextEncoder:

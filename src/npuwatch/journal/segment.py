@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from npuwatch.journal.block import EncodedBlock
+from npuwatch.journal.damage import DamageNotice, is_damage, page_around_damage
 from npuwatch.journal.layout import open_readonly
 from npuwatch.journal.row_text import SCHEMA as ROW_TEXT_SCHEMA
 from npuwatch.journal.row_text import RowTextDecoder, RowTextEncoder, RowTextError
@@ -224,17 +226,31 @@ def block_from_row(row: Sequence[object]) -> StoredBlock:
 
 
 class Segment:
-    """An open segment file. Not shared between threads: each thread opens its own."""
+    """An open segment file. Not shared between threads: each thread opens its own.
+
+    Its rows are read around damage (journal/damage.py): what cannot be read is told to
+    `damaged` (by default, a warning in the log, once) and left out; the rest is served."""
 
     def __init__(
-        self, path: Path, sequence: int, sync: Sync = "full", readonly: bool = False
+        self,
+        path: Path,
+        sequence: int,
+        sync: Sync = "full",
+        readonly: bool = False,
+        damaged: Callable[[object], None] | None = None,
+        being_made: bool = True,
     ) -> None:
+        """`being_made`, for a segment opened read-only: it may be the newest one, whose file
+        the agent may still be making (empty, or without its tables): that is not damage."""
         self.path = path
         self.sequence = sequence
         self.readonly = readonly
         self._encoder: RowTextEncoder | None = None
+        if damaged is None:
+            damaged = partial(DamageNotice(log.warning).damaged, path)
+        self._damaged = damaged
         if readonly:
-            self._db = open_readonly(path)
+            self._db = open_readonly(path, being_made)
             self._decoder = RowTextDecoder(self._db)
             return
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -402,79 +418,109 @@ class Segment:
             raise
 
     def blocks_after(self, block_id: int, limit: int) -> list[StoredBlock]:
-        rows = self._db.execute(
-            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id > ? ORDER BY id LIMIT ?",
-            (block_id, limit),
-        ).fetchall()
+        rows = self._page(
+            f"SELECT {BLOCK_COLUMNS} FROM blocks WHERE id >= ? ORDER BY id LIMIT ?", block_id, limit
+        )
         return [block_from_row(row) for row in rows]
 
     def last_block_id(self) -> int:
-        row = self._db.execute("SELECT max(id) FROM blocks").fetchone()
-        return int(row[0] or 0)
+        return self._last_key("blocks", "id")
 
     def last_event_seq(self) -> int:
-        row = self._db.execute("SELECT max(seq) FROM events").fetchone()
-        return int(row[0] or 0)
+        return self._last_key("events", "seq")
 
     def events_after(self, seq: int, limit: int) -> list[tuple[int, str, str]]:
-        """(seq, event id, document JSON) of the events after `seq`."""
-        rows = self._db.execute(
-            "SELECT seq, id, document FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-            (seq, limit),
-        ).fetchall()
-        found = []
-        for seq_, id_, stored in rows:
-            try:
-                found.append((int(seq_), str(id_), self._decoder.decode(stored)))
-            except RowTextError as error:  # damaged on disk: the agent goes on without it
-                log.warning("%s: event %s is left out: %s", self.path, seq_, error)
-        return found
+        """(seq, event id, document JSON) of the events after `seq` (up to `limit`; fewer
+        when some of a page's texts are damaged, none only at the end)."""
+        while rows := self._page(
+            "SELECT seq, id, document FROM events WHERE seq >= ? ORDER BY seq LIMIT ?", seq, limit
+        ):
+            found = []
+            for seq_, id_, stored in rows:
+                try:
+                    found.append((int(seq_), str(id_), self._decoder.decode(stored)))
+                except RowTextError as error:  # damaged on disk: the reader goes on without it
+                    self._damaged(f"event {seq_}: {error}")
+            if found:
+                return found
+            seq = int(rows[-1][0])
+        return []
 
     def states_after(self, seq: int, limit: int) -> list[tuple[int, StateRow]]:
         """(seq, row) of the states written after `seq` (none in a segment of a journal
         format without them)."""
-        try:
-            rows = self._db.execute(
-                "SELECT seq, id, stream, updated_us, document FROM states WHERE seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (seq, limit),
-            ).fetchall()
-        except sqlite3.OperationalError as error:
-            if _missing_table(error):
-                return []
-            raise
+        rows = self._page(
+            "SELECT seq, id, stream, updated_us, document FROM states WHERE seq >= ? "
+            "ORDER BY seq LIMIT ?",
+            seq,
+            limit,
+        )
         return [(int(row[0]), StateRow(row[1], row[2], int(row[3]), row[4])) for row in rows]
 
     def state(self, id_: str) -> StateRow | None:
-        """The row of one state, by id (None when this segment has none)."""
+        """The row of one state, by id (None when this segment has none, or cannot say)."""
         try:
             row = self._db.execute(
                 "SELECT id, stream, updated_us, document FROM states WHERE id = ?", (id_,)
             ).fetchone()
-        except sqlite3.OperationalError as error:
+        except sqlite3.DatabaseError as error:
             if _missing_table(error):
                 return None
-            raise
+            if not is_damage(error):
+                raise
+            self._damaged(error)
+            return None
         return None if row is None else StateRow(row[0], row[1], int(row[2]), row[3])
 
     def last_state_seq(self) -> int:
+        return self._last_key("states", "seq")
+
+    def _page(self, sql: str, after: int, limit: int) -> list[tuple[Any, ...]]:
+        """Up to `limit` rows of `sql` after key `after`, read around damage (`sql` selects its
+        key first, and takes the first key to read, `key >= ?`, and the limit); none from a
+        table this segment does not have (an older format, or a segment the agent is making)."""
+
+        def fetch(first: int, count: int) -> list[tuple[Any, ...]]:
+            try:
+                return self._db.execute(sql, (first, count)).fetchall()
+            except sqlite3.OperationalError as error:
+                if _missing_table(error):
+                    return []
+                raise
+
+        return page_around_damage(fetch, _first_int, after, limit, self._damaged)
+
+    def _last_key(self, table: str, key: str) -> int:
+        """The largest key of `table` (0 when it has no rows, or is not there). Where the
+        largest cannot be read, the largest that can: every key is read, around the damage."""
         try:
-            row = self._db.execute("SELECT max(seq) FROM states").fetchone()
-        except sqlite3.OperationalError as error:
+            row = self._db.execute(f"SELECT max({key}) FROM {table}").fetchone()
+            return int(row[0] or 0)
+        except sqlite3.DatabaseError as error:
             if _missing_table(error):
                 return 0
-            raise
-        return int(row[0] or 0)
+            if not is_damage(error):
+                raise
+            self._damaged(error)
+        last = 0
+        keys = f"SELECT {key} FROM {table} WHERE {key} >= ? ORDER BY {key} LIMIT ?"
+        while page := self._page(keys, last, 4096):
+            last = int(page[-1][0])
+        return last
 
     def query(self, sql: str, parameters: Sequence[object]) -> list[tuple[Any, ...]]:
         """Run a read-only query (the `grep` planner builds these from its filters)."""
         return self._db.execute(sql, parameters).fetchall()
 
 
-def _missing_table(error: sqlite3.OperationalError) -> bool:
-    """A segment written before its table existed, opened read-only (one opened for writing
-    gets every table)."""
-    return "no such table" in str(error)
+def _missing_table(error: sqlite3.Error) -> bool:
+    """A segment written before its table existed, or still being made, opened read-only (one
+    opened for writing gets every table)."""
+    return isinstance(error, sqlite3.OperationalError) and "no such table" in str(error)
+
+
+def _first_int(row: Sequence[Any]) -> int:
+    return int(row[0])
 
 
 def _add_checkpoint_columns(db: sqlite3.Connection) -> None:

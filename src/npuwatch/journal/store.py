@@ -25,7 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from npuwatch.journal.layout import segment_file_name, segment_files
+from npuwatch.journal.layout import (
+    SIDE_FILES,
+    not_a_file,
+    segment_file_name,
+    segment_files,
+    side_file_problem,
+)
 from npuwatch.journal.segment import (
     BlockToWrite,
     Checkpoint,
@@ -37,7 +43,6 @@ from npuwatch.journal.segment import (
 from npuwatch.private_files import create_private, make_private, private_directory
 
 _QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")
-_SIDE_FILES = ("-wal", "-shm")
 _DAY_US = 86_400 * 1_000_000
 
 log = logging.getLogger(__name__)
@@ -83,7 +88,7 @@ def list_segments(directory: Path) -> list[tuple[int, Path]]:
 
 def segment_bytes_on_disk(path: Path) -> int:
     total = 0
-    for suffix in ("", *_SIDE_FILES):
+    for suffix in ("", *SIDE_FILES):
         with contextlib.suppress(FileNotFoundError):
             total += Path(f"{path}{suffix}").stat().st_size
     return total
@@ -95,10 +100,10 @@ def quarantine(path: Path, reason: str) -> Path:
     private_directory(target_dir)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     target = target_dir / f"{path.name}.{stamp}"
-    for suffix in ("", *_SIDE_FILES):
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            shutil.move(str(source), f"{target}{suffix}")
+    for suffix in ("", *SIDE_FILES):
+        source = f"{path}{suffix}"
+        if os.path.lexists(source):  # a link that leads nowhere is moved too
+            shutil.move(source, f"{target}{suffix}")
     log.error(
         "journal segment %s is unreadable (%s); moved to %s, the rest of the journal is served",
         path,
@@ -131,6 +136,7 @@ class Journal:
 
     def open(self) -> None:
         """Check the newest segments, load the checkpoints, and choose the segment to write."""
+        self._set_aside_what_is_no_file()
         self._make_private()
         for sequence, path in reversed(list_segments(self.directory)):
             segment = self._open_checked(sequence, path)
@@ -144,6 +150,25 @@ class Journal:
             segment.close()
             self._delete(path)
         self._start_segment()
+
+    def _set_aside_what_is_no_file(self) -> None:
+        """Move to quarantine whatever has a segment's name and is no regular file (a folder, a
+        FIFO, a link), or has no regular file beside it as its -wal or -shm: nothing could read
+        it, opening a FIFO would wait for ever, and retention could not delete it."""
+        for _, path in list_segments(self.directory):
+            self._set_aside_unless_file(path)
+
+    def _set_aside_unless_file(self, path: Path) -> bool:
+        """Quarantine `path` when it is no regular file; whether it was."""
+        try:
+            problem = not_a_file(path.lstat().st_mode) or side_file_problem(path)
+        except FileNotFoundError:
+            return False
+        if problem is None:
+            return False
+        quarantine(path, problem)
+        self.quarantined += 1
+        return True
 
     def _make_private(self) -> None:
         private_directory(self.directory)
@@ -273,7 +298,8 @@ class Journal:
             except FileNotFoundError:
                 continue
             if age > self.settings.max_age_s or total > self.settings.max_bytes:
-                self._delete(path)
+                if not self._set_aside_unless_file(path):
+                    self._delete(path)
                 total -= sizes[path]
                 deleted.append(path)
         # Quarantined segments are kept for a post-mortem, but no longer than the data itself.
@@ -286,7 +312,7 @@ class Journal:
 
     @staticmethod
     def _delete(path: Path) -> None:
-        for suffix in ("", *_SIDE_FILES):
+        for suffix in ("", *SIDE_FILES):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
     def total_bytes(self) -> int:

@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timedelta, tzinfo
 
 from npuwatch.records import EPOCH, Record
-from npuwatch.terminal import Palette
+from npuwatch.terminal import Palette, visible_line
 
 
 def to_json_line(record: Record) -> str:
@@ -35,9 +35,11 @@ class TableFormatter:
         return self._palette.bold(self.HEADER)
 
     def format(self, record: Record) -> str:
-        level = record.level or "-"
+        """One line; what came from the log is shown, never acted on (terminal.visible_line)."""
+        level = visible_line(record.level or "-")
         message = record.message
         first_line, _, rest = message.partition("\n")
+        first_line = visible_line(first_line)
         if rest:
             first_line += self._palette.dim(f"  (+{rest.count(chr(10)) + 1} lines)")
         pid = "-" if record.pid is None else str(record.pid)
@@ -45,7 +47,7 @@ class TableFormatter:
         return (
             f"{local_time(record.timestamp_us, self._zone)} "
             f"{self._palette.level(level, f'{level:9}')} "
-            f"{(record.logger or '-'):10} {pid:>8} {code:7} {first_line}"
+            f"{visible_line(record.logger or '-'):10} {pid:>8} {visible_line(code):7} {first_line}"
         )
 
 

@@ -1,7 +1,8 @@
 """The console sink: prints journal entries as they are committed.
 
-Text mode prints the original lines (what `tail -F` would have shown, from every file); JSON
-mode prints one ECS document per line. Events are printed as one line each (text) or their
+Text mode prints the original lines (what `tail -F` would have shown, from every file), with the
+characters a terminal would act on shown as escapes (terminal.visible); JSON mode prints one ECS
+document per line, exact. Events are printed as one line each (text) or their
 documents (JSON). It prints what arrives from the agent's first start on, and at a stop it
 prints everything committed before leaving.
 
@@ -24,6 +25,7 @@ from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.console import to_json_line
 from npuwatch.sinks.event_text import event_line
 from npuwatch.sinks.sink import Page, Pause, SinkContext, SinkPlan, SinkTraits
+from npuwatch.terminal import unescaped, visible
 
 CURSOR_NAME = "console"
 
@@ -46,8 +48,9 @@ class ConsoleSink:
         output: Literal["text", "json"] = "text",
         events_only: bool = False,
     ) -> None:
-        self._out = out
         self._json = output == "json"
+        # JSON lines stay exact (JSON escapes the C0 controls itself); text is made visible.
+        self._out = unescaped(out) if self._json else out
         if events_only:
             self.traits = dataclasses.replace(ConsoleSink.traits, reads_blocks=False)
 
@@ -78,7 +81,7 @@ class ConsoleSink:
                     self._out.write(to_json_line(record) + "\n")
             else:
                 for stored in records:
-                    self._out.write(stored.original + "\n")
+                    self._out.write(visible(stored.original) + "\n")
         for _, _, document in page.events:
             self._out.write((document if self._json else event_line(document)) + "\n")
         self._out.flush()

@@ -5,13 +5,17 @@ once the sink returns; between pages it waits for the journal's next commit. A d
 must be tried again pauses here, for a growing, jittered time that a stop cuts short. The cursor
 is saved every `save_interval_s` and at the stop; a full disk stops nothing (the cursors wait in
 memory, see journal.state_file), and a restart before the save repeats what was delivered since,
-which the sinks make harmless (deterministic ids, or a line printed twice). Nothing is skipped.
+which the sinks make harmless (deterministic ids, or a line printed twice). Nothing is skipped
+but what a damaged segment does not let be read: the reader steps over it, says so once, and
+hands the sink only what decodes (journal/reader.py), so that a damaged journal neither stops
+shipping nor makes it loop on the same page.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from npuwatch.journal.cursors import Cursor, CursorStore
+from npuwatch.journal.damage import DamageNotice, is_damage
 from npuwatch.journal.reader import JournalReader
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.sink import Page, Sink, StopDelivery
@@ -65,9 +70,12 @@ class JournalFollower:
         metrics: SelfMetrics | None = None,
         save_interval_s: float = 1.0,
         wall: Callable[[], float] = time.time,
+        notice: DamageNotice | None = None,
     ) -> None:
+        """`notice`: where a damaged segment is named (one for all the followers of an agent,
+        so that each segment is named once)."""
         self.sink = sink
-        self._reader = JournalReader(journal_directory)
+        self._reader = JournalReader(journal_directory, notice=notice)
         self._cursors = cursors
         self._committed = committed
         self._stop = stop
@@ -156,6 +164,13 @@ class JournalFollower:
                     moved = self.pump()
                 except StopDelivery:
                     return
+                except sqlite3.DatabaseError as error:
+                    if is_damage(error):  # the reader reads around damage: a bug if it is here
+                        log.exception("%s sink failed", self.sink.name)
+                        raise
+                    # The journal busy for a moment (a lock): the page is read again later.
+                    log.debug("%s: the journal cannot be read now (%s)", self.sink.name, error)
+                    moved = False
                 except Exception:  # a bug: the thread dies, the agent notices and exits
                     log.exception("%s sink failed", self.sink.name)
                     raise

@@ -9,7 +9,7 @@ from datetime import tzinfo
 
 from npuwatch.analysis.correlation.incident import Incident, Place
 from npuwatch.sinks.console import format_datetime
-from npuwatch.terminal import Palette
+from npuwatch.terminal import Palette, visible_line
 
 _CHAIN_SHOWN = 6
 _EVIDENCE_SHOWN = 6
@@ -46,8 +46,8 @@ def render_incidents(
             _field(add, "no logs", ", ".join(p.label() for p in incident.unheard[:8]))
         for evidence in incident.evidence[:_EVIDENCE_SHOWN]:
             line = "" if evidence.line is None else f":{evidence.line}"  # an agent's: no line
-            _field(add, "evidence", palette.dim(f"{_relative(evidence.file, root)}{line}"))
-            add(_INDENT + evidence.text[:150])
+            _field(add, "evidence", f"{_relative(evidence.file, root)}{line}", palette.dim)
+            add(_INDENT + visible_line(evidence.text[:150]))
         _field(add, "check first", incident.check_first)
         for note in incident.notes[:_NOTES_SHOWN]:
             _field(add, "note", note)
@@ -58,11 +58,15 @@ def render_incidents(
 _INDENT = " " * 14
 
 
-def _field(add: Callable[[str], None], label: str, text: str) -> None:
-    wrapped = textwrap.wrap(text, 92) or [""]
-    add(f"  {label:<11} {wrapped[0]}")
+def _field(
+    add: Callable[[str], None], label: str, text: str, style: Callable[[str], str] = str
+) -> None:
+    """`text` (which may hold host names, file names, log text: shown, not acted on, see
+    terminal.py) after its label, wrapped; each line in `style`."""
+    wrapped = textwrap.wrap(visible_line(text), 92) or [""]
+    add(f"  {label:<11} {style(wrapped[0])}")
     for line in wrapped[1:]:
-        add(_INDENT + line)
+        add(_INDENT + style(line))
 
 
 def _place(place: Place) -> str:
