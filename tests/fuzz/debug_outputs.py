@@ -4,6 +4,7 @@ damaged the way its format breaks (a CSV or XLSX cell, a JSON value, a line of t
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import random
@@ -11,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from hypothesis import note
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES
@@ -122,6 +124,19 @@ def damaged_output(draw: st.DrawFn, base: Path) -> tuple[str, Path]:
             st.sampled_from(HOSTILE_CELLS) | st.sampled_from([1e308, -1e308, 2**63 - 1, 10**20])
         )
         damage_xlsx(target, draw(st.integers(0, 2**16)), cell)
+        note(f"a cell of {target.name} set to {cell!r}")
     else:
         target.write_bytes(draw(damaged_text(target.read_bytes())))
+    note(describe_damage(source / target.relative_to(copy), target))
     return command, copy
+
+
+def describe_damage(original: Path, damaged: Path) -> str:
+    """What changed in a file, for the failure report: a diff of its text, or the cell of a
+    workbook."""
+    if damaged.suffix.lower() == ".xlsx":
+        return f"damaged {damaged.name}: one cell changed (see damage_xlsx)"
+    before = original.read_bytes().decode("utf-8", "replace").splitlines()
+    after = damaged.read_bytes().decode("utf-8", "replace").splitlines()
+    diff = difflib.unified_diff(before, after, str(original), str(damaged), n=0, lineterm="")
+    return "\n".join(line[:300] for line in list(diff)[:24])

@@ -22,6 +22,9 @@ from tests.fuzz.config_files import FIFO, config_table, config_text, toml_text, 
 from tests.fuzz.config_files import example as complete
 from tests.fuzz.contract import assert_kept_the_contract, hang_guard, run_in_process
 
+ES_ENABLED = ("sinks", "elasticsearch", "enabled")
+PASSWORD_FILE = ("sinks", "elasticsearch", "password_file")
+
 
 def write_config(folder: Path, text: str) -> Path:
     fifo = folder / "fifo"
@@ -34,7 +37,7 @@ def write_config(folder: Path, text: str) -> Path:
 @fuzz_settings(80)
 @given(text=config_text())
 @example(text=toml_text(with_value(complete(), ("journal", "commit_interval"), float("inf"))))
-@example(text=toml_text(with_value(complete(), ("sinks", "elasticsearch", "password_file"), FIFO)))
+@example(text=toml_text(with_value(with_value(complete(), ES_ENABLED, True), PASSWORD_FILE, FIFO)))
 def test_config_check_ends_with_a_documented_code_on_any_file(
     text: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -108,9 +111,10 @@ def test_the_agent_starts_and_stops_with_every_configuration_the_check_accepts(
         agent.start()
         try:
             agent.wait_started(AGENT_START_S)
-            stopped = agent.stop()
+            drained = agent.stop()
         except BaseException:
             agent.abandon()
             raise
+        if not drained:  # a drain_timeout of a microsecond is a choice, not a failure
+            agent.abandon()
     assert failures == []
-    assert stopped

@@ -25,6 +25,7 @@ def entry_with(**fields: object) -> bytes:
 @example(data=entry_with(rule=5))
 @example(data=b"[" * 100000 + b"]" * 100000)
 @example(data=entry_with(regex={"in": ["a"] * 30}))
+@example(data=json.dumps({"A" * 300: {"attribute.cause_en": "x", "regex.in": ["ctx"]}}).encode())
 def test_import_faultdiag_writes_a_pack_that_loads_and_runs_in_bounded_time(
     data: bytes, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -62,6 +62,7 @@ def grep_json(journal: Path) -> tuple[int, list[Key], str]:
 @example(what=Damage("flip-header", 0, 17, 255))
 @example(what=Damage("zero-page", 1, 1, 0))
 @example(what=Damage("fifo", 2, 0, 0))
+@example(what=Damage("empty", 1, 0, 0))
 def test_grep_shows_every_record_of_the_intact_segments_once(
     what: Damage,
     template: tuple[Path, dict[int, list[Key]]],

@@ -39,6 +39,9 @@ from tests.fuzz.log_text import log_path, log_stream
 PID_PAST_64_BITS = (
     b"[ERROR] RUNTIME(9223372036854775808,python3):2025-03-11-08:12:40.117.305 [a.cc:1]1 x\n"
 )
+LAST_SECOND_OF_9999 = (
+    b"[ERROR] A(1,p):9999-12-31-23:59:60.000.000 a leap second past the last date\n"
+)
 THIRTIETH_OF_FEBRUARY = b"[ERROR] RUNTIME(1,python3):2025-02-30-08:12:40.117.305 [a.cc:1]1 x\n"
 CONSOLE_PID_PAST_64_BITS = (
     b"EZ9999: [PID: 99999999999999999999] 2025-08-03-16:40:01.998.410 The error\n"
@@ -68,6 +71,7 @@ def lines_of(data: bytes) -> list[bytes]:
     ParseLimits(),
 )
 @example(b"\n" * 50, "/log/x.log", ParseLimits())
+@example(LAST_SECOND_OF_9999, "/log/x.log", ParseLimits())
 def test_every_line_of_any_stream_is_given_back_by_exactly_one_record(
     data: bytes, path: str, bounds: ParseLimits
 ) -> None:
@@ -219,6 +223,6 @@ def test_npuwatch_parse_prints_one_document_per_record_of_any_file(
     file.write_bytes(data)
     outcome = run_in_process("parse", str(file), "--timezone", "UTC")
     assert_kept_the_contract(outcome, codes=(0,))
-    documents = [json.loads(line) for line in outcome.stdout.splitlines()]
+    documents = [json.loads(line) for line in outcome.stdout.split("\n") if line]
     expected = parse_bytes(data, utc_clock(), path=str(file))
     assert [d["event"]["original"] for d in documents] == [r.original for r in expected]

@@ -52,8 +52,18 @@ def mutated_output(draw: st.DrawFn, samples: dict[str, str]) -> tuple[str, str]:
 HUGE_HBM = "1" + "0" * 400
 
 
+def with_aicore(percent: str) -> tuple[str, str]:
+    """The first sample, and the same with its first chip's AICore(%) cell set to `percent`."""
+    recorded = tables()["1.1"]
+    lines = recorded.split("\n")
+    row = next(i for i, line in enumerate(lines) if "0000:" in line)
+    lines[row] = lines[row].replace("| 0           0", f"| {percent:<11} 0", 1)
+    return recorded, "\n".join(lines)
+
+
 @fuzz_settings(200)
 @given(pair=mutated_output(tables()))
+@example(pair=with_aicore("-1"))
 def test_a_chip_row_of_any_table_is_read_or_reported(pair: tuple[str, str]) -> None:
     recorded, mutated = pair
     before, after = parse_npu_smi(recorded), parse_npu_smi(mutated)

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, note
 from hypothesis import strategies as st
 
 from npuwatch.parsers.profiling.layout import find_profile_runs, run_files
@@ -17,6 +17,7 @@ from npuwatch.parsers.profiling.run import _PARSERS
 from tests.conftest import FIXTURES
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.contract import assert_kept_the_contract, run_in_process
+from tests.fuzz.debug_outputs import describe_damage
 from tests.fuzz.table_text import data_rows, mutated_table, problem_lines
 
 PROFILES = FIXTURES / "profiling"
@@ -69,6 +70,7 @@ def damaged_run(draw: st.DrawFn, base: Path) -> Path:
         encoding="utf-8",
         errors="surrogatepass",
     )
+    note(describe_damage(source / target.relative_to(copy), target))
     return copy
 
 
@@ -110,6 +112,7 @@ def run_with(table: str, column: str, cell: str, base: Path) -> Path:
         ("op_statistic", "Count", "1e400"),
         ("op_statistic", "Count", "18446744073709551616"),
         ("op_statistic", "Total Time(us)", "1e400"),
+        ("npu_mem", "hbm(KB)", "9" * 400),
     ],
 )
 def test_a_cell_that_is_infinite_or_past_64_bits_is_no_crash(

@@ -33,6 +33,11 @@ def pack_with(when: str, **more: Any) -> dict[str, Any]:
 CATASTROPHIC = pack_with("message ~ /(a+)+$/")
 DEEP_NOT = pack_with("not " * 1000 + "log.level == ERROR")
 DEEP_PARENTHESES = pack_with("(" * 1000 + "log.level == ERROR" + ")" * 1000)
+UNKNOWN_DEDUPE_FIELD = pack_with("log.level == ERROR", dedupe={"within": "1d", "by": ["x"]})
+UNKNOWN_THRESHOLD_FIELD = pack_with(
+    "log.level == ERROR", threshold={"count": 2, "within": "1m", "by": ["x"]}
+)
+FLAT_AND_CHAIN = pack_with(" and ".join(["message contains x"] * 1000))
 INFINITE_WINDOW = pack_with("log.level == ERROR", threshold={"count": 2, "within": float("inf")})
 
 
@@ -46,6 +51,7 @@ def write_pack(folder: Path, pack: Any) -> Path:
 @given(pack=rule_pack())
 @example(pack=DEEP_NOT)
 @example(pack=DEEP_PARENTHESES)
+@example(pack=FLAT_AND_CHAIN)
 def test_rules_check_ends_with_a_documented_code_on_any_pack(
     pack: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -57,6 +63,8 @@ def test_rules_check_ends_with_a_documented_code_on_any_pack(
 @given(pack=rule_pack())
 @example(pack=CATASTROPHIC)
 @example(pack=INFINITE_WINDOW)
+@example(pack=UNKNOWN_DEDUPE_FIELD)
+@example(pack=UNKNOWN_THRESHOLD_FIELD)
 def test_a_pack_the_check_accepts_takes_any_line_in_bounded_time(
     pack: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
