@@ -179,7 +179,8 @@ class Journal:
         if aside.is_dir():
             private_directory(aside)
             for entry in aside.iterdir():
-                if entry.is_file():
+                # What was set aside for being no regular file (a link, a FIFO) stays as it is.
+                if entry.is_file() and not entry.is_symlink():
                     make_private(entry)
 
     def _open_checked(self, sequence: int, path: Path) -> Segment | None:
