@@ -5,7 +5,9 @@ People keep these beside the logs of the job they checked (`mindstudio_sanitizer
 wrong, and where. Their findings become the records the agent journals for them
 (analysis/debug_findings.py), logged by `SANITIZER`, at the time the report was written, so
 they are counted, listed as first errors and matched by the rules (the `debug-tools` pack)
-next to the CANN logs of the same time. A report's lines are not also read as log lines.
+next to the CANN logs of the same time. A report's lines are not also read as log lines; a
+file that holds other lines too (the tool printed into the job's output) is read as a log as
+well, so that none of its lines is lost.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from npuwatch.collector.debug_outputs import (
     output_signature,
 )
 from npuwatch.parsers.debug_tools.entries import DEBUG_KIND
+from npuwatch.parsers.debug_tools.sanitizer import is_report_alone
 from npuwatch.records import SourceInfo
 from npuwatch.rules.engine import RuleEngine
+from npuwatch.untrusted_files import read_file
 
 SCANNED_KINDS = (SANITIZER, MSAICERR)
 """The outputs `scan` reads: the reports of kernel errors. Precision and monitor results are
@@ -38,6 +42,22 @@ def reports_in(root: Path) -> list[DebugOutput]:
     if is_sanitizer_report(root):
         return [DebugOutput(SANITIZER, root)]
     return []
+
+
+_LOOKED_AT_BYTES = 16 << 20
+"""How much of a report is looked at for lines of another kind (reports are small; a job's
+output that holds one has its own lines from the start)."""
+
+
+def report_alone(output: DebugOutput) -> bool:
+    """Whether the output holds nothing but the tool's own lines (an msaicerr folder, a report
+    file of msSanitizer's lines alone): its lines are then not also read as log lines."""
+    if output.kind != SANITIZER:
+        return True
+    try:
+        return is_report_alone(read_file(output.path, limit=_LOOKED_AT_BYTES))
+    except OSError:
+        return True  # the report's own read says why
 
 
 def scan_report(
@@ -61,6 +81,8 @@ def scan_report(
         return
     for problem in digest.problems:
         aggregator.add_problem(f"{output.path.parent}/{problem}")
+    if not digest.entries and not digest.problems:
+        return  # the markers alone: a log that quotes them, read as a log
     entries = sorted(digest.entries, key=lambda entry: entry.get("line") or 0)
     records = entry_records(entries, signature.newest_ns // 1000, 0)
     source = SourceInfo(path=str(output.path), host=host, kind=DEBUG_KIND)

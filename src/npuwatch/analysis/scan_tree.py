@@ -13,7 +13,7 @@ from pathlib import Path
 
 from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
 from npuwatch.analysis.scan_collectives import CollectiveScan
-from npuwatch.analysis.scan_debug import reports_in, scan_report
+from npuwatch.analysis.scan_debug import report_alone, reports_in, scan_report
 from npuwatch.analysis.scan_hosts import HostOnCollection, collection_hosts, host_of
 from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
 from npuwatch.parsers import LocalClock, StreamParser
@@ -57,7 +57,7 @@ def scan_tree(
     else:
         files = [root]
     reports = reports_in(root)
-    report_files = {output.path for output in reports}
+    report_files = {output.path for output in reports if report_alone(output)}
     files = [path for path in files if path not in report_files]
     collectives = CollectiveScan()
     done_bytes = 0

@@ -13,6 +13,7 @@ other entries point at through `rule` are consequences and become symptoms.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -49,7 +50,7 @@ def convert_faultdiag(source: Path) -> tuple[str, int]:
         str(edge.get("dst_code"))
         for entry in entries.values()
         if isinstance(entry, dict)
-        for edge in _get(entry, "rule") or []
+        for edge in _list(_get(entry, "rule"))
         if isinstance(edge, dict)
     }
     rules = []
@@ -87,13 +88,13 @@ def _rule(code: str, entry: dict[str, Any], symptom: bool) -> dict[str, Any] | N
         _get(entry, "attribute.description_zh")
     )
     suggestions = _get(entry, "attribute.suggestion_en") or _get(entry, "attribute.suggestion_zh")
-    advice = " ".join(filter(None, [description, *map(_text, suggestions or [])]))
+    advice = " ".join(filter(None, [description, *map(_text, _list(suggestions))]))
     conditions = [
         "event.original ~ /" + ".*".join(_regex_literal(word) for word in words) + "/"
         for words in alternatives
     ]
     rule: dict[str, Any] = {
-        "id": "faultdiag." + re.sub(r"[^a-z0-9._-]+", "-", code.lower()).strip("-"),
+        "id": _rule_id(code),
         "title": f"{cause or 'FaultDiag fault'} ({code})",
         "when": " or ".join(conditions),
         "severity": _SEVERITY.get(category_class, "error"),
@@ -105,6 +106,28 @@ def _rule(code: str, entry: dict[str, Any], symptom: bool) -> dict[str, Any] | N
     if symptom:
         rule["symptom"] = True
     return rule
+
+
+MAX_ID_LENGTH = 120
+"""What a pack allows for a rule id (rules/schema.py)."""
+
+
+def _rule_id(code: str) -> str:
+    """`faultdiag.<code>` in the characters a rule id allows; a code too long for an id, or with
+    none of those characters, keeps a prefix and a digest of itself, so ids stay apart."""
+    slug = re.sub(r"[^a-z0-9._-]+", "-", code.lower()).strip("-")
+    rule_id = f"faultdiag.{slug}"
+    if slug and len(rule_id) <= MAX_ID_LENGTH:
+        return rule_id
+    digest = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"faultdiag.{slug[: MAX_ID_LENGTH - len('faultdiag.') - 17]}-{digest}".replace(".-", ".")
+
+
+def _list(value: Any) -> list[Any]:
+    """A field that should hold a list: a lone text is a list of one, anything else none."""
+    if isinstance(value, list):
+        return value
+    return [value] if isinstance(value, str) else []
 
 
 def _keyword_sequences(value: Any) -> list[list[str]]:

@@ -154,6 +154,17 @@ def looks_like_report(data: bytes) -> bool:
     return any(marker in data for marker in REPORT_MARKERS)
 
 
+def is_report_alone(data: bytes) -> bool:
+    """Whether every line of `data` is msSanitizer's own (`======…`, `[mssanitizer] …`): a
+    file with any other line is also a log (the tool prints its reports into the job's own
+    output), whose lines must be read as such."""
+    for line in data.splitlines():
+        line = line.strip()
+        if line and not line.startswith((b"=====", b"[mssanitizer]")):
+            return False
+    return True
+
+
 def read_sanitizer_report(path: Path, name: str | None = None) -> SanitizerReport:
     """The report in the file at `path` (named `name` in records and problems, default the
     path); a file that cannot be read is an empty report with one problem."""
