@@ -170,3 +170,29 @@ def test_scan_reads_its_rules_from_the_cache_the_second_time(tmp_path: Path) -> 
     assert runs[0].stdout == runs[1].stdout
     assert json.loads(runs[1].stdout)["verdict"]["rule"] == "memory.alloc-failed"
     assert len(list((tmp_path / "cache").glob("rules-*.json"))) == 1
+
+
+def test_a_grouping_by_an_unknown_field_is_refused_by_the_check_not_met_by_the_agent(
+    tmp_path: Path,
+) -> None:
+    """`dedupe.by` and `threshold.by` name record fields: an unknown one passed `rules check`
+    and `config check`, then stopped the agent at its start (a restart loop under systemd)."""
+    from tests.npuwatch_command import run_npuwatch
+
+    for key in ("dedupe", "threshold"):
+        pack = tmp_path / f"{key}.yaml"
+        grouping = "{within: 1d, by: [x]}" if key == "dedupe" else "{count: 2, within: 1m, by: [x]}"
+        pack.write_text(
+            "pack: site\nrules:\n  - id: site.x\n    title: X\n    when: log.level == ERROR\n"
+            f"    severity: error\n    layer: runtime\n    category: error\n    advice: a\n"
+            f"    {key}: {grouping}\n",
+            encoding="utf-8",
+        )
+        check = run_npuwatch("rules", "check", str(pack))
+        assert check.returncode == 1
+        assert f"rule site.x: {key}.by: unknown field 'x'" in check.stdout + check.stderr
+        config = tmp_path / "npuwatch.toml"
+        config.write_text(f'[rules]\npaths = ["{pack}"]\n', encoding="utf-8")
+        done = run_npuwatch("config", "check", str(config))
+        assert done.returncode == 2, done.stderr
+        assert f"{key}.by: unknown field 'x'" in done.stderr

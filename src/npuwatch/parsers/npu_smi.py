@@ -250,6 +250,8 @@ def _chip(layout: _Layout, first: _FirstRow, cells: list[str]) -> NpuChip:
     memory = _pair(values[1])
     hbm = _pair(values[2]) if len(values) == 3 else (None, None)
     aicore = _number(values[0])
+    if aicore is not None and not 0 <= aicore <= 100:
+        raise _Malformed(f"expected AI Core usage from 0 to 100 %, found {values[0][:40]!r}")
     return NpuChip(
         npu_id=first.npu_id,
         chip_id=_integer(ids[0]),
@@ -308,8 +310,9 @@ def _pair(token: str) -> tuple[int | None, int | None]:
 
 def _integer(token: str) -> int:
     number = fitting_int(token)
-    if number is None:
-        raise _Malformed(f"expected a whole number of at most 64 bits, found {token[:40]!r}")
+    # Ids, pids, sizes and usage alike: none of npu-smi's whole numbers is below zero.
+    if number is None or number < 0:
+        raise _Malformed(f"expected a whole number from 0 to 2^63-1, found {token[:40]!r}")
     return number
 
 

@@ -14,6 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from npuwatch.rules.compiler import CompileError
+from npuwatch.rules.fields import FIELDS, close_matches, resolve_field
 from npuwatch.rules.grammar import ConditionSyntaxError, parse_condition
 from npuwatch.rules.model import Rule, RuleSpec
 from npuwatch.rules.pack import Pack, Problem, build_rule
@@ -119,6 +120,18 @@ def compile_rule(
                 where,
                 f"rule {spec.id}: an extract pattern needs named groups such as (?P<rank>\\d+)",
             )
+    groupings = [("dedupe", spec.dedupe.by)]
+    if spec.threshold is not None:
+        groupings.append(("threshold", spec.threshold.by))
+    for key, fields in groupings:
+        for index, field in enumerate(fields):
+            if resolve_field(field) not in FIELDS:  # a record is grouped by what it holds
+                hint = close_matches(field)
+                suggestion = f" (did you mean {', '.join(hint)}?)" if hint else ""
+                where = _child(node, (key, "by", index))
+                return None, _at(
+                    path, where, f"rule {spec.id}: {key}.by: unknown field {field!r}{suggestion}"
+                )
     when_node = _child(node, ("when",))
     try:
         return build_rule(spec, pack, origin, parse_condition(spec.when)), None
