@@ -25,28 +25,15 @@ rules:
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from npuwatch.quantities import parse_duration
 from npuwatch.rules.model import Layer, Severity
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-
-
-def parse_duration(value: object) -> float:
-    """Seconds from `90`, `90s`, `500ms`, `10m`, `1h`, `7d`."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    match = _DURATION.match(str(value).strip())
-    if match is None:
-        raise ValueError(f"{value!r} is not a duration such as 60s, 10m or 1h")
-    return float(match[1]) * _UNITS[match[2]]
-
-
-Duration = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+"""Seconds, as the configuration writes them: finite, not negative, at most 100 years."""
 
 
 class _Schema(BaseModel):

@@ -120,9 +120,10 @@ def read_statistics(path: Path, problems: ProblemList) -> pd.DataFrame | None:
     if "step" not in frame.columns or "name" not in frame.columns:
         problems.add(1, f"header {list(frame.columns)} has no `name` and `step`; file skipped")
         return None
-    skipped = [_SKIPPED.search(str(warning.message)) for warning in caught]
-    skipped_lines = {int(match.group(1)) for match in skipped if match}
-    for match in (match for match in skipped if match):
+    # One warning of pandas may name several lines ("Skipping line 3: …\nSkipping line 4: …").
+    skipped = [match for warning in caught for match in _SKIPPED.finditer(str(warning.message))]
+    skipped_lines = {int(match.group(1)) for match in skipped}
+    for match in skipped:
         problems.add(
             int(match.group(1)),
             f"{match.group(3)} fields where the header has {match.group(2)}; row skipped",
