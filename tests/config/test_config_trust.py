@@ -59,3 +59,18 @@ def test_a_rule_pack_anyone_may_write_is_refused_by_rules_check_and_by_scan(
     assert check.returncode == 1 and refusal in check.stdout + check.stderr
     scan = run_npuwatch("scan", str(tmp_path), "--rules", str(pack), timeout=60)
     assert scan.returncode == 2 and refusal in scan.stderr
+
+
+def test_a_state_directory_another_user_owns_fails_config_check_as_the_units_start_would(
+    tmp_path: Path, other_user: OtherUser
+) -> None:
+    state = other_user.make_folder(other_user.home_under(tmp_path) / "state", 0o700)
+    config = tmp_path / "npuwatch.toml"
+    config.write_text(f'[agent]\nstate_directory = "{state}"\n')
+    done = run_npuwatch("config", "check", str(config), timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"npuwatch: cannot keep npuwatch's state in {state}: {state.parent} is owned by "
+        f"{other_user.name} (uid {other_user.uid}); give a folder that only this user owns and "
+        "can write (the default is /var/lib/npuwatch)"
+    ]

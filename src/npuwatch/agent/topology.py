@@ -39,6 +39,7 @@ from npuwatch.agent.plans import (
 )
 from npuwatch.collector.npu_smi_command import find_executable
 from npuwatch.config import Config, format_duration
+from npuwatch.private_files import UnsafeFolder, folder_problem
 from npuwatch.problems import Problems
 from npuwatch.rules.loader import RuleLoadError
 from npuwatch.sinks.console_sink import plan_console_sink
@@ -80,6 +81,9 @@ def build(config: Config, environ: Mapping[str, str], console: TextIO | None = N
     problems: list[object] = []
     host = config.agent.host_name or socket.gethostname()
     state = config.agent.state_directory
+    unsafe = folder_problem(state)
+    if unsafe is not None:  # said by `config check` (the unit's ExecStartPre) and at start
+        problems.append(UnsafeFolder(state, unsafe))
     try:
         rules = plan_rules(config.rules)
     except RuleLoadError as error:
