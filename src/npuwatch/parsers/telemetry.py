@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from npuwatch.json_input import load_json
 from npuwatch.parsers.debug_tools.entries import DEBUG_KIND, debug_record
 from npuwatch.parsers.npu_smi import NpuChip, NpuProcess, NpuSmiReport
 from npuwatch.records import Record
@@ -77,7 +78,7 @@ def telemetry_record(original: str, kind: str) -> Record:
     """The record a telemetry entry's original text stands for (an unreadable one is kept as
     an unparsed record, like any line no format matches)."""
     try:
-        fields = json.loads(original)
+        fields = load_json(original)
     except ValueError:
         fields = None
     if not isinstance(fields, dict):

@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from npuwatch.json_input import load_json
+
 _SEVERITY = {"hardware": "critical", "network": "error", "software": "error", "user": "error"}
 _CATEGORY = {
     "hardware": "device",
@@ -36,7 +38,7 @@ def convert_faultdiag(source: Path) -> tuple[str, int]:
     Raises ValueError when the file is not such a knowledge base.
     """
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        data = load_json(source.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(
             f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"

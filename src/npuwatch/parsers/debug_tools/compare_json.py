@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from npuwatch.json_input import load_json
 from npuwatch.parsers.debug_tools.cell_values import metrics_of, text_of, verdict_of
 from npuwatch.parsers.debug_tools.compare_rows import (
     SUMMARY_METRICS,
@@ -38,7 +39,7 @@ def read_compare_json(path: Path) -> list[CompareTable]:
     kind = "diff_analyze" if path.name.startswith("diff_analyze") else "first_mismatch"
     problems = ProblemList(str(path))
     try:
-        document = json.loads(decode(read_file(path)))
+        document = load_json(decode(read_file(path)))
     except OSError as failure:
         problems.add(0, f"cannot read: {failure.strerror or failure}")
         return [CompareTable(str(path), kind, rank_of(path), [], problems.finish())]

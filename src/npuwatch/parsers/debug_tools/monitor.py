@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npuwatch.bounded_numbers import fits, fitting_int
+from npuwatch.json_input import load_json
 from npuwatch.parsers.debug_tools.monitor_files import (
     DATA_TYPES,
     KEY_COLUMNS,
@@ -183,7 +184,7 @@ def _table(
 def _read_anomalies(path: Path, problems: list[str]) -> list[Anomaly]:
     source = str(path)
     try:
-        document = json.loads(decode(read_file(path)))
+        document = load_json(decode(read_file(path)))
     except OSError as failure:
         problems.append(f"{source}:0: cannot read: {failure.strerror}")
         return []

@@ -28,6 +28,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from npuwatch.json_input import load_json
 from npuwatch.parsers.debug_tools.opprof_comm import (
     CommTask,
     LinkTotal,
@@ -130,7 +131,7 @@ def parse_trace(text: str, source: str, problems: list[str]) -> OpTrace | None:
     """A trace document's text summed; a cut-short one up to its last whole event."""
     complete = True
     try:
-        document: Any = json.loads(text)
+        document: Any = load_json(text)
     except json.JSONDecodeError as failure:
         whole = _whole_events(text)
         problems.append(

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from npuwatch.json_input import load_json
 from npuwatch.parsers.debug_tools.opprof_comm import number
 from npuwatch.parsers.debug_tools.opprof_trace import OpTrace, parse_trace
 from npuwatch.untrusted_files import open_binary
@@ -156,7 +157,7 @@ def _read_blocks(handle: BinaryIO, size: int, source: str, problems: list[str]) 
 
 def _basic_info(text: str, where: str, problems: list[str]) -> VisualBasicInfo | None:
     try:
-        document: Any = json.loads(text)
+        document: Any = load_json(text)
     except json.JSONDecodeError as failure:
         problems.append(f"{where} (OpBasicInfo): not JSON ({failure.msg}); skipped")
         return None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from npuwatch.json_input import load_json
 from npuwatch.parsers.debug_tools.table_files import decode
 from npuwatch.untrusted_files import read_file
 
@@ -56,7 +57,7 @@ def read_anomaly_analyze(path: Path) -> OverflowFile:
     """The nodes of an `anomaly_analyze_*.json`; problems instead of errors when damaged."""
     source = str(path)
     try:
-        document = json.loads(decode(read_file(path)))
+        document = load_json(decode(read_file(path)))
     except OSError as failure:
         return OverflowFile(source, problems=[f"{source}:0: cannot read: {failure.strerror}"])
     except json.JSONDecodeError as failure:

@@ -12,7 +12,6 @@ The synthesized `Total Op Info` entries are left out (they are sums of the rows)
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from npuwatch.bounded_numbers import fitting_int
+from npuwatch.json_input import load_json
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.tables import ParsedTable
 from npuwatch.parsers.table_numbers import numbers_of, usable_cell, usable_numbers
@@ -58,7 +58,7 @@ def parse_communication(data: bytes | str, source: str) -> ParsedTable:
     """Rows of a communication.json or cluster_communication.json; a file that is not valid
     JSON (truncated, still being written) or has no operations is reported as a problem."""
     try:
-        document = json.loads(data)
+        document = load_json(data)
     except (ValueError, UnicodeDecodeError) as failure:
         return ParsedTable(empty_communication(), [f"{source}: not valid JSON ({failure})"])
     if not isinstance(document, dict):

@@ -10,13 +10,13 @@ calls this when it sees a run finish.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from npuwatch.bounded_numbers import LARGEST, fitting_int
+from npuwatch.json_input import load_json
 
 _NOT_WORD = re.compile(r"[^0-9a-z]+")
 _RANK_IN_NAME = re.compile(r"^profiler_info_(\d+)\.json$")
@@ -51,7 +51,7 @@ def parse_run_metadata(files: Mapping[str, bytes]) -> RunMetadata:
         if rank is None and match:
             rank = fitting_int(match[1])
         try:
-            document = json.loads(content)
+            document = load_json(content)
         except (ValueError, UnicodeDecodeError) as failure:
             problems.append(f"{name}: not valid JSON ({failure})")
             continue

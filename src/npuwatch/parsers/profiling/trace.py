@@ -9,7 +9,6 @@ of µs since the epoch in real files (a number in some), `dur` a number of µs; 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from npuwatch.bounded_numbers import fitting_int
+from npuwatch.json_input import load_json
 from npuwatch.parsers.problem_list import MAX_PROBLEMS_PER_FILE
 from npuwatch.parsers.profiling import columns as c
 from npuwatch.parsers.profiling.tables import ParsedTable
@@ -43,7 +43,7 @@ _NPU_LABEL = re.compile(r"^NPU(?:\s+(\d+))?$")
 def parse_trace(data: bytes | str, source: str) -> ParsedTable:
     """The complete events of a Chrome trace, with the names of their process and thread."""
     try:
-        document = json.loads(data)
+        document = load_json(data)
     except (ValueError, UnicodeDecodeError) as failure:
         return ParsedTable(_frame([]), [f"{source}: not valid JSON ({failure})"])
     events = document.get("traceEvents") if isinstance(document, dict) else document
