@@ -126,6 +126,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError([_syntax_problem(label, text, str(error))]) from None
+    except RecursionError:  # tomllib recurses once per nested array or table
+        reason = "arrays or tables nested too deep to be read"
+        raise ConfigError([ConfigProblem(label, reason)]) from None
     return data
 
 
@@ -173,7 +176,7 @@ def _environment_value(text: str) -> object:
     """A TOML value when the text is one (`true`, `10`, `["a"]`, `"x"`), else the text."""
     try:
         parsed = tomllib.loads(f"v = {text}")
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
     # A value with a newline could define more keys than `v`; that is text, not a value.
     return parsed["v"] if parsed.keys() == {"v"} else text

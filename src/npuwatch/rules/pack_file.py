@@ -21,6 +21,7 @@ from npuwatch.rules.pack import Pack, Problem, build_rule
 from npuwatch.rules.patterns import PatternError, compile_pattern
 from npuwatch.rules.schema import PackSchema
 from npuwatch.untrusted_files import read_trusted_file
+from npuwatch.yaml_input import shape_problem
 
 # libyaml's loader when PyYAML was built with it (ten times faster); both keep positions.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,6 +38,9 @@ def load_pack(path: Path) -> tuple[Pack | None, list[Problem]]:
         return None, [Problem(name, 1, 1, f"cannot read the file: {error.strerror or error}")]
     except UnicodeDecodeError as error:
         return None, [Problem(name, 1, 1, f"cannot read the file: {error}")]
+    shape = shape_problem(text, _YAML_LOADER)
+    if shape is not None:  # before the load: libyaml would overflow the stack on it
+        return None, [Problem(name, shape.line, shape.column, f"not a rule pack: {shape.reason}")]
     try:
         loader = _YAML_LOADER(text)
         try:

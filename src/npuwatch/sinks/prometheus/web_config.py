@@ -32,6 +32,7 @@ from pydantic_core import ErrorDetails
 from npuwatch.config.loading import ConfigError, ConfigProblem
 from npuwatch.secret_files import Exposure, FileRefused, check_file
 from npuwatch.sinks.prometheus.passwords import BCRYPT_HASH, BasicAuth, NoBcrypt, find_bcrypt
+from npuwatch.yaml_input import shape_problem
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 ClientAuth = Literal["NoClientCert", "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"]
@@ -128,6 +129,10 @@ def _read(path: Path) -> WebConfigFile:
         raise WebConfigError([ConfigProblem(label, "no such file")]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise WebConfigError([ConfigProblem(label, f"cannot read: {error}")]) from None
+    shape = shape_problem(text)
+    if shape is not None:
+        reason = f"not a web configuration: {shape.reason}"
+        raise WebConfigError([ConfigProblem(label, reason, line=shape.line, column=shape.column)])
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as error:
