@@ -35,8 +35,9 @@ def find_executable(command: Sequence[str], path: str | None = None) -> str | No
     """The full path of the command's program, or None when it is not installed."""
     program = command[0]
     if os.sep in program:
-        return program if os.access(program, os.X_OK) else None
-    return shutil.which(program, path=path)
+        return os.path.abspath(program) if os.access(program, os.X_OK) else None  # noqa: PTH100
+    found = shutil.which(program, path=path)
+    return None if found is None else os.path.abspath(found)  # noqa: PTH100 - run from /
 
 
 def run_npu_smi(
@@ -57,7 +58,8 @@ def run_npu_smi(
             f"{command[0]} not found (no Ascend driver on this host, or not on PATH)"
         )
     try:
-        done = run_child([program, *command[1:]], timeout_s, stop, env=env)
+        # From /: the folder the agent was started in is nothing the command should read.
+        done = run_child([program, *command[1:]], timeout_s, stop, env=env, cwd="/")
     except subprocess.TimeoutExpired as error:
         raise NpuSmiFailed(
             f"{shlex.join(command)} did not answer within {timeout_s:g} s "
