@@ -25,6 +25,7 @@ from npuwatch.rules.loader import default_locations, load_rules, rule_files
 from npuwatch.rules.rule_cache import RuleCache
 from tests.conftest import TREES
 from tests.npuwatch_command import clean_environment, run_npuwatch
+from tests.unprivileged_user import USER_ENVIRONMENT
 
 TREE = TREES / "out-of-memory"
 
@@ -73,6 +74,7 @@ def plant(user: pwd.struct_passwd, files: dict[Path, bytes]) -> None:
             input=data,
             user=user.pw_uid,
             group=user.pw_gid,
+            env=USER_ENVIRONMENT,
             check=True,
             capture_output=True,
         )

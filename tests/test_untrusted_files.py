@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from npuwatch.untrusted_files import UnsafeFile, open_file, read_file
-from tests.unprivileged_user import OtherUser, other_user, root_only_secret
+from tests.unprivileged_user import USER_ENVIRONMENT, OtherUser, other_user, root_only_secret
 
 __all__ = ["other_user"]  # the fixture, imported for the tests below
 
@@ -62,7 +62,10 @@ def test_a_swap_while_opening_never_yields_the_file_the_link_names(
     import subprocess
 
     process = subprocess.Popen(
-        ["sh", "-c", swapper, "swap", *args], user=other_user.uid, group=other_user.gid
+        ["sh", "-c", swapper, "swap", *args],
+        user=other_user.uid,
+        group=other_user.gid,
+        env=USER_ENVIRONMENT,
     )
     got: list[bytes] = []
     try:

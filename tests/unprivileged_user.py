@@ -18,6 +18,10 @@ from pathlib import Path
 
 import pytest
 
+USER_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL": "C"}
+"""What the user's processes run with: a PATH of the system's folders (the test's own may name
+folders only root can enter, as CI's PATH of links does)."""
+
 
 @dataclass(frozen=True)
 class OtherUser:
@@ -33,6 +37,7 @@ class OtherUser:
             group=self.gid,
             extra_groups=[],
             cwd=cwd or "/",
+            env=USER_ENVIRONMENT,
             capture_output=True,
             text=True,
             check=True,
