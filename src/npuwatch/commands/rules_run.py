@@ -101,7 +101,9 @@ def run_rules_test(args: argparse.Namespace) -> int:
 def run_rules_import(args: argparse.Namespace) -> int:
     try:
         pack_text, count = convert_faultdiag(args.source)
-    except (OSError, ValueError) as problem:
+    except OSError as problem:
+        fail(f"cannot import {args.source}: {problem.strerror or problem}")
+    except ValueError as problem:
         fail(f"cannot import {args.source}: {problem}")
     args.output.write_text(pack_text, encoding="utf-8")
     sys.stderr.write(f"npuwatch: wrote {count} rules to {args.output}\n")

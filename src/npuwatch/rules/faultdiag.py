@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from npuwatch.json_input import load_json
+from npuwatch.untrusted_files import read_file
 
 _SEVERITY = {"hardware": "critical", "network": "error", "software": "error", "user": "error"}
 _CATEGORY = {
@@ -38,7 +38,7 @@ def convert_faultdiag(source: Path) -> tuple[str, int]:
     Raises ValueError when the file is not such a knowledge base.
     """
     try:
-        data = load_json(source.read_text(encoding="utf-8"))
+        data = json.loads(read_file(source, named=True).decode("utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(
             f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
