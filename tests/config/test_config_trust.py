@@ -74,3 +74,10 @@ def test_a_state_directory_another_user_owns_fails_config_check_as_the_units_sta
         f"{other_user.name} (uid {other_user.uid}); give a folder that only this user owns and "
         "can write (the default is /var/lib/npuwatch)"
     ]
+
+
+def test_dev_null_is_no_settings_at_all_not_a_refused_device() -> None:
+    """`--config /dev/null`: the operator's way to run with the defaults alone."""
+    done = run_npuwatch("config", "check", "/dev/null", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("/dev/null: ok\n")

@@ -9,6 +9,7 @@ it came from, so that an operator edits the right thing.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -104,14 +105,15 @@ def load_model(model: type[Model], path: Path | None, environ: Mapping[str, str]
         ) from None
 
 
-_STANDARD_INPUT = Path("/dev/stdin")
+_OPERATORS_OWN = (Path("/dev/stdin"), Path(os.devnull))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     label = str(path)
     try:
-        # Standard input (`config check -`) is what the operator piped in: theirs to trust.
-        raw = path.read_bytes() if path == _STANDARD_INPUT else read_trusted_file(path)
+        # Standard input (`config check -`) is what the operator piped in, /dev/null their way
+        # to give no settings at all: theirs to trust, though neither is a regular file.
+        raw = path.read_bytes() if path in _OPERATORS_OWN else read_trusted_file(path)
         text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigUnreadable([ConfigProblem(label, "no such file")]) from None
