@@ -31,7 +31,7 @@ def incident(
         for n in range(victims)
     ]
     return Incident(
-        faultdiag_code=116,
+        kind="rdma_retransmission",
         summary="host-b dev 2 (rank 6) failed first",
         communicator=communicator,
         root_cause=[root],

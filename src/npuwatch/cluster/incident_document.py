@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from npuwatch.analysis.correlation.incident import Incident, Place
+from npuwatch.analysis.correlation.kinds import KIND_OF_CODE, KINDS
 from npuwatch.parsers.hccl.model import Evidence
 from npuwatch.parsers.hccl.shipped import document_id
 from npuwatch.records import format_timestamp
@@ -117,7 +118,7 @@ def incident_document(
 def incident_from_document(stored: Mapping[str, Any]) -> Incident:
     """An incident as stored (the `ascend.incident` part), for its report; the victims beyond
     the first ones listed are counted, not named."""
-    code = int(stored.get("faultdiag_code") or 101)
+    kind = _kind(stored)
     status = None
     if stored.get("closed"):
         status = f"closed: {stored.get('close_reason') or 'closed'}"
@@ -129,7 +130,7 @@ def incident_from_document(stored: Mapping[str, Any]) -> Incident:
     ]
     by_host = {str(item["host"]): int(item["count"]) for item in stored.get("victims_by_host", ())}
     return Incident(
-        faultdiag_code=code,
+        kind=kind,
         summary=str(stored.get("summary", "")),
         communicator=stored.get("communicator"),
         root_cause=[_place(p) for p in stored.get("root_cause", ())],
@@ -144,6 +145,20 @@ def incident_from_document(stored: Mapping[str, Any]) -> Incident:
         last_us=iso_us(stored.get("last")),
         status=status,
         victims_counted=(int(stored.get("victims_count") or 0), by_host),
+    )
+
+
+def _kind(stored: Mapping[str, Any]) -> str:
+    """The stored kind, else the kind of its FaultDiag code (documents written before kinds
+    were names of their own), else "errors only"."""
+    kind = stored.get("kind")
+    if isinstance(kind, str) and kind in KINDS:
+        return kind
+    code = stored.get("faultdiag_code")
+    return (
+        KIND_OF_CODE.get(code, "errors_without_timeout")
+        if isinstance(code, int)
+        else "errors_without_timeout"
     )
 
 

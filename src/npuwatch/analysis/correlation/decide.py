@@ -21,6 +21,7 @@ from npuwatch.analysis.correlation.fault import (
 )
 from npuwatch.analysis.correlation.graph import Node, walk
 from npuwatch.analysis.correlation.incident import Incident, Place
+from npuwatch.analysis.correlation.kinds import KINDS
 from npuwatch.analysis.correlation.prepare import TIMEOUT_CLASSES, Ev, Prepared, window_us
 from npuwatch.analysis.correlation.timeouts import timeout_finding
 from npuwatch.parsers.hccl.model import Evidence, ProcessKey
@@ -28,11 +29,6 @@ from npuwatch.parsers.hccl.model import Evidence, ProcessKey
 _EVIDENCE_LINES = 8
 _WAITING_CLASSES = TIMEOUT_CLASSES | {"aicpu_notify", "transport_init"}
 """Events that say "I waited": who reported one is a victim unless it is the root."""
-_BASE_CONFIDENCE = {
-    101: 0.3, 107: 0.6, 108: 0.8, 109: 0.7, 110: 0.6, 111: 0.3, 112: 0.85, 113: 0.85,
-    116: 0.9, 117: 0.6, 118: 0.7, 119: 0.75, 120: 0.7, 121: 0.75, 122: 0.7, 123: 0.7,
-    124: 0.5, 125: 0.8, 126: 0.85, 132: 0.8, 133: 0.3,
-}  # fmt: skip
 
 
 def decide(prepared: Prepared, evs: list[Ev]) -> Incident:
@@ -91,7 +87,7 @@ def _cqe(fault: Fault) -> Finding | None:
         roots = [*sources, *(t for t in targets if t not in sources)]
         reason = "RDMA retransmissions exceeded on several links"
     chain = chain_to(fault, roots[0])
-    return Finding(116, roots, chain, reason)
+    return Finding("rdma_retransmission", roots, chain, reason)
 
 
 def _cluster_exception(fault: Fault) -> Finding | None:
@@ -108,7 +104,7 @@ def _cluster_exception(fault: Fault) -> Finding | None:
         return None
     root = named.most_common(1)[0][0]
     reason = f"HCCL's heartbeat reported {cause or 'an exception'} on it"
-    return Finding(126, [root], chain_to(fault, root), reason)
+    return Finding("hccl_cluster_exception", [root], chain_to(fault, root), reason)
 
 
 def _transport_chain(fault: Fault) -> Finding | None:
@@ -117,15 +113,22 @@ def _transport_chain(fault: Fault) -> Finding | None:
         return None
     graph = fault.graph(evs)
     if not graph.edges:
-        return Finding(133, [], [], "transport setup failed and no peer could be resolved")
+        return Finding(
+            "transport_init_unlocated",
+            [],
+            [],
+            "transport setup failed and no peer could be resolved",
+        )
     start = next((ev.process for ev in evs if ev.process in graph.edges), evs[0].process)
     found = walk(graph, start)
     if len(found.chain) < 2:
-        return Finding(133, [], [], "transport setup failed and no chain resolves")
+        return Finding(
+            "transport_init_unlocated", [], [], "transport setup failed and no chain resolves"
+        )
     reason = "the transport setup of the ranks waited, one on the next, for it"
     if found.cycle:
         reason = "transport setups wait on each other in a cycle"
-    return Finding(132, found.roots, found.chain, reason)
+    return Finding("transport_init_chain", found.roots, found.chain, reason)
 
 
 def _first_error_not_timeout(fault: Fault) -> Finding | None:
@@ -150,7 +153,7 @@ def _first_error_not_timeout(fault: Fault) -> Finding | None:
     roots: list[Node] = [ev.process for ev in errors if ev.process not in timed_out]
     module = errors[0].event.module or "another module"
     reason = f"its first error ({module}) came before every timeout"
-    return Finding(113, roots, chain_to(fault, roots[0]), reason)
+    return Finding("first_error_not_timeout", roots, chain_to(fault, roots[0]), reason)
 
 
 def _aicpu(fault: Fault) -> Finding | None:
@@ -164,12 +167,14 @@ def _aicpu(fault: Fault) -> Finding | None:
     reason = "the AI-CPU notify waits end at it"
     if found.cycle:
         reason = "the AI-CPU notify waits form a cycle"
-    return Finding(109, found.roots, found.chain, reason)
+    return Finding("aicpu_notify_wait", found.roots, found.chain, reason)
 
 
 def _errors_only(fault: Fault) -> Finding:
     roots: list[Node] = list(dict.fromkeys(ev.process for ev in fault.evs))
-    return Finding(101, roots, [], "errors without a timeout that names a peer")
+    return Finding(
+        "errors_without_timeout", roots, [], "errors without a timeout that names a peer"
+    )
 
 
 # -- the incident ---------------------------------------------------------------------------
@@ -198,7 +203,7 @@ def _incident(fault: Fault, finding: Finding) -> Incident:
     for key in sorted({ev.process for ev in fault.evs} | set(members.values())):
         notes += fault.prepared.views[key].problems
     notes = list(dict.fromkeys(notes))
-    confidence = _BASE_CONFIDENCE[finding.code] + finding.confidence_change
+    confidence = KINDS[finding.kind].confidence + finding.confidence_change
     confidence *= 0.9 ** len([n for n in notes if "clock" not in n])
     first_time = min((ev.time_us for ev in fault.evs if ev.time_us is not None), default=None)
     for key in root_keys:  # the root's own first error can come before any collective line
@@ -213,7 +218,7 @@ def _incident(fault: Fault, finding: Finding) -> Incident:
     timed = [ev.time_us for ev in fault.evs if ev.time_us is not None]
     settling = fault.first_timeout or fault.evs[0]
     return Incident(
-        faultdiag_code=finding.code,
+        kind=finding.kind,
         summary=_summary(finding, roots, victims),
         communicator=fault.communicator,
         root_cause=roots,

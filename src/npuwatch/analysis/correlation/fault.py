@@ -18,9 +18,10 @@ from npuwatch.parsers.hccl.model import ProcessKey
 
 @dataclass
 class Finding:
-    """What a rule concluded: a FaultDiag code, the roots, the waiting chain, and why."""
+    """What a rule concluded: the kind of fault (kinds.py), the roots, the waiting chain, and
+    why."""
 
-    code: int
+    kind: str
     roots: list[Node]
     chain: list[Node]
     reason: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from npuwatch.analysis.correlation.kinds import KINDS
 from npuwatch.parsers.hccl.model import Evidence
 from npuwatch.records import format_timestamp
 
@@ -55,129 +56,12 @@ class Place(NamedTuple):
         return text or "an unknown device"
 
 
-# code: (kind, what it means, what to check first)
-FAULTDIAG_CODES: dict[int, tuple[str, str, str]] = {
-    101: (
-        "errors_without_timeout",
-        "errors on several devices and no collective timeout anywhere",
-        "read the first error of each device listed; none waited for another",
-    ),
-    107: (
-        "link_setup_timeout_spread",
-        "every rank timed out setting up links, and the reports are spread over more than "
-        "HCCL_CONNECT_TIMEOUT: the last rank to report started late",
-        "why the last rank reached link setup late: its start, its data loading, its host",
-    ),
-    108: (
-        "link_setup_wait",
-        "ranks timed out setting up links, waiting for one another",
-        "the end of the waiting chain: is its process alive, its NIC up (hccn_tool -i N -link "
-        "-g), its port reachable",
-    ),
-    109: (
-        "aicpu_notify_wait",
-        "AI-CPU notify waits, in a chain",
-        "the end of the chain: its device log and its host process",
-    ),
-    110: (
-        "exec_timeout_spread",
-        "every rank timed out in a collective, the reports spread over more than "
-        "HCCL_EXEC_TIMEOUT: the last rank arrived late",
-        "what the last rank did before the collective (slow compute, a late launch on its host)",
-    ),
-    111: (
-        "exec_timeout_unlocated",
-        "every rank timed out in a collective within HCCL_EXEC_TIMEOUT of each other and the "
-        "waits do not point at one rank",
-        "diff the Entry- sequences of the ranks (HCCL_ENTRY_LOG_ENABLE=1) for a diverging call",
-    ),
-    112: (
-        "exec_timeout_missing_rank",
-        "ranks timed out in a collective waiting for ranks that never reported it",
-        "the silent ranks: a hang (py-spy dump, npu-smi info), a crash (dmesg, core files), or "
-        "logs that were not collected",
-    ),
-    113: (
-        "first_error_not_timeout",
-        "the first failure was not a timeout; the ranks that timed out were waiting for it",
-        "the first error of the root cause and the lines above it",
-    ),
-    116: (
-        "rdma_retransmission",
-        "RDMA retransmissions exceeded (ERROR CQE) on a link",
-        "the link and the NIC named: hccn_tool -i N -link -g, -stat -g, optical module, switch "
-        "port",
-    ),
-    117: (
-        "init_timeout_spread",
-        "every rank timed out joining the communicator, the reports spread over more than "
-        "HCCL_CONNECT_TIMEOUT: the last rank started late",
-        "why the last rank started late",
-    ),
-    118: (
-        "init_root_unreachable",
-        "ranks timed out joining the communicator: the root rank's host did not answer",
-        "the root rank's process and host network (firewall, port, backlog, open files)",
-    ),
-    119: (
-        "init_missing_rank",
-        "some ranks timed out joining the communicator while others never reported",
-        "the ranks that did not report: did they start, did they reach communicator init",
-    ),
-    120: (
-        "tls_mismatch",
-        "TLS is switched on for some devices and off for others",
-        "hccn_tool -i N -tls -g on every device; make the setting the same",
-    ),
-    121: (
-        "init_never_connected",
-        "ranks never connected to the root and left no logs",
-        "whether those ranks started at all (scheduler, container, node)",
-    ),
-    122: (
-        "exec_timeout_op_index",
-        "ranks timed out at different steps of the same collective: the ranks at the earliest "
-        "step fell behind",
-        "what the ranks at the smallest op index did before it",
-    ),
-    123: (
-        "exec_timeout_op_tag",
-        "ranks timed out in different collectives: the call order diverged",
-        "the code path of the ranks at the rarest collective (a conditional collective call)",
-    ),
-    124: (
-        "notify_deadlock",
-        "the waits form a cycle (a deadlock in the operator order)",
-        "diff the Entry- sequences of the ranks in the cycle",
-    ),
-    125: (
-        "notify_own_stream",
-        "a rank waited on its own secondary stream while the others waited for it",
-        "the rank's own compute before the collective (an operator that never finished)",
-    ),
-    126: (
-        "hccl_cluster_exception",
-        "HCCL's own heartbeat named the device",
-        "the device named: its process (exited?), its network, npu-smi info",
-    ),
-    132: (
-        "transport_init_chain",
-        "transport setup failed along a waiting chain",
-        "the end of the chain: its process, its NIC and the port range",
-    ),
-    133: (
-        "transport_init_unlocated",
-        "transport setup failed and no chain resolves",
-        "the devices that did not print 'Transport init error'",
-    ),
-}
-
-
 @dataclass
 class Incident:
     """One fault: where it started, who waited, and why npuwatch thinks so."""
 
-    faultdiag_code: int
+    kind: str
+    """A name of kinds.py."""
     summary: str
     communicator: str | None
     root_cause: list[Place]
@@ -216,12 +100,13 @@ class Incident:
         return self.settle_us is not None and now_us >= self.settle_us
 
     @property
-    def kind(self) -> str:
-        return FAULTDIAG_CODES[self.faultdiag_code][0]
+    def faultdiag_code(self) -> int | None:
+        """FaultDiag's code for this kind; None for the kinds FaultDiag does not decide."""
+        return KINDS[self.kind].faultdiag_code
 
     @property
     def check_first(self) -> str:
-        return FAULTDIAG_CODES[self.faultdiag_code][2]
+        return KINDS[self.kind].check_first
 
     def victims_by_host(self) -> dict[str, int]:
         if self.victims_counted is not None:

@@ -29,9 +29,7 @@ def render_incidents(
             palette.bold(f"Incident {number}{status}: ")
             + palette.level("ERROR", incident.kind.replace("_", " "))
             + f" at {format_datetime(incident.first_us, zone)}"
-            + palette.dim(
-                f"  [FaultDiag {incident.faultdiag_code}, confidence {incident.confidence:.2f}]"
-            )
+            + palette.dim(f"  [{_code(incident)}confidence {incident.confidence:.2f}]")
         )
         roots = ", ".join(_place(p) for p in incident.root_cause) or "not named (see why)"
         _field(add, "root cause", roots)
@@ -92,3 +90,8 @@ def _relative(path: str | None, root: str | None) -> str:
         return os.path.relpath(path, root)
     except ValueError:
         return path
+
+
+def _code(incident: Incident) -> str:
+    code = incident.faultdiag_code
+    return "" if code is None else f"FaultDiag {code}, "

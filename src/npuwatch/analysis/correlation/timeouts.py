@@ -46,13 +46,13 @@ def _socket(fault: Fault, bucket: list[Ev]) -> Finding:
     if len(states) == 2:
         minority = min(states, key=lambda state: (states[state], state))
         roots: list[Node] = [key for key, value in tls.items() if value == minority]
-        return Finding(120, roots, [], "its TLS switch differs from the other devices'")
+        return Finding("tls_mismatch", roots, [], "its TLS switch differs from the other devices'")
     spread = spread_s(reported)
     limit = fault.prepared.timeout_s(bucket[0].process, "socket")
     if not without and len(reported) == len(with_logs) > 1 and spread > limit + LINK_SETUP_EXTRA_S:
         last = list(reported)[-1]
         return Finding(
-            107,
+            "link_setup_timeout_spread",
             [last],
             [],
             f"it reported {spread:,.0f} s after the first, more than the "
@@ -61,7 +61,9 @@ def _socket(fault: Fault, bucket: list[Ev]) -> Finding:
     graph = fault.graph(bucket)
     found = walk(graph, bucket[0].process)
     if found.cycle:
-        return Finding(108, found.roots, found.chain, "the ranks wait for each other (a cycle)")
+        return Finding(
+            "link_setup_wait", found.roots, found.chain, "the ranks wait for each other (a cycle)"
+        )
     reason = "the waiting chain of link setup ends at it"
     change = 0.0
     end = found.roots[0]
@@ -71,7 +73,7 @@ def _socket(fault: Fault, bucket: list[Ev]) -> Finding:
     elif end in reported:
         reason += ", and it names no peer"
         change = -0.2
-    return Finding(108, found.roots, found.chain, reason, change)
+    return Finding("link_setup_wait", found.roots, found.chain, reason, change)
 
 
 def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
@@ -88,13 +90,13 @@ def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
         reason = "ranks timed out waiting for it, and it reported no timeout"
         if all(isinstance(node, Place) for node in roots):
             reason = "ranks timed out waiting for it; it left no logs in this collection"
-        return Finding(112, roots, chain_to(fault, roots[0], graph), reason)
+        return Finding("exec_timeout_missing_rank", roots, chain_to(fault, roots[0], graph), reason)
     spread = spread_s(reported)
     limit = fault.prepared.timeout_s(bucket[0].process, "notify")
     if len(reported) > 1 and spread > limit:
         last = list(reported)[-1]
         return Finding(
-            110,
+            "exec_timeout_spread",
             [last],
             [],
             f"it reported {spread:,.0f} s after the first, more than the "
@@ -104,7 +106,12 @@ def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
     if len(set(indexes.values())) > 1:
         smallest = min(indexes.values())
         roots = [key for key, index in indexes.items() if index == smallest]
-        return Finding(122, roots, [], f"it stopped at op index {smallest}, behind the others")
+        return Finding(
+            "exec_timeout_op_index",
+            roots,
+            [],
+            f"it stopped at op index {smallest}, behind the others",
+        )
     tags: dict[str, list[ProcessKey]] = {}
     for ev in bucket:
         if ev.event.tag:
@@ -115,7 +122,7 @@ def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
         rarest = min(tags, key=lambda tag: (len(tags[tag]), tag))
         usual = max(tags, key=lambda tag: (len(tags[tag]), tag))
         return Finding(
-            123,
+            "exec_timeout_op_tag",
             list(tags[rarest]),
             [],
             f"it timed out in {op_of(rarest)} while {len(tags[usual])} others were in "
@@ -129,18 +136,22 @@ def _notify_walk(fault: Fault, graph: WaitGraph, bucket: list[Ev]) -> Finding:
     own = [key for key in graph.waits_on_itself if degree.get(key)]
     if own:
         chain = reverse_chain(graph, own[0])
-        return Finding(125, list(own), chain, "it waited on its own stream; the others on it")
+        return Finding(
+            "notify_own_stream", list(own), chain, "it waited on its own stream; the others on it"
+        )
     crowded = sorted((node for node in degree if degree[node] > 1), key=lambda n: -degree[n])
     if crowded:
         found = walk(graph, crowded[0])
     elif graph.edges and all(len(targets) == 1 for targets in graph.edges.values()):
         found = walk(graph, bucket[0].process)
     else:
-        return Finding(111, [], [], "the ranks' waits do not point at one rank")
+        return Finding(
+            "exec_timeout_unlocated", [], [], "the ranks' waits do not point at one rank"
+        )
     if found.cycle:
         cycle = ", ".join(fault.place(node).label() for node in found.roots)
         return Finding(
-            124,
+            "notify_deadlock",
             [],
             found.chain,
             f"{cycle} wait on each other in a cycle (a deadlock in the "
@@ -148,8 +159,16 @@ def _notify_walk(fault: Fault, graph: WaitGraph, bucket: list[Ev]) -> Finding:
         )
     end = found.roots[0]
     if isinstance(end, Place):
-        return Finding(112, [end], found.chain, "the waits end at a rank without logs")
-    return Finding(111, [end], found.chain, "the waits end at it, but it names no peer", -0.1)
+        return Finding(
+            "exec_timeout_missing_rank", [end], found.chain, "the waits end at a rank without logs"
+        )
+    return Finding(
+        "exec_timeout_unlocated",
+        [end],
+        found.chain,
+        "the waits end at it, but it names no peer",
+        -0.1,
+    )
 
 
 def _rootinfo(fault: Fault, bucket: list[Ev]) -> Finding:
@@ -165,18 +184,31 @@ def _rootinfo(fault: Fault, bucket: list[Ev]) -> Finding:
         never = [rank for rank in without if rank not in connected]
         if never:
             roots: list[Node] = [fault.missing_place(communicator, rank) for rank in never]
-            return Finding(121, roots, [], "it never connected to the root and left no logs")
+            return Finding(
+                "init_never_connected", roots, [], "it never connected to the root and left no logs"
+            )
     if root is not None and root not in reported:
         return Finding(
-            118, [root], chain_to(fault, root), "it holds the root rank, and it never answered"
+            "init_root_unreachable",
+            [root],
+            chain_to(fault, root),
+            "it holds the root rank, and it never answered",
         )
     silent: list[Node] = [key for key in with_logs.values() if key not in reported]
     if silent:
-        return Finding(119, silent, [], "it never reported, while the others timed out joining")
+        return Finding(
+            "init_missing_rank", silent, [], "it never reported, while the others timed out joining"
+        )
     spread = spread_s(reported)
     limit = fault.prepared.timeout_s(bucket[0].process, "rootinfo")
     if len(reported) > 1 and spread > limit + LINK_SETUP_EXTRA_S:
-        return Finding(117, [list(reported)[-1]], [], f"it started {spread:,.0f} s late")
+        return Finding(
+            "init_timeout_spread", [list(reported)[-1]], [], f"it started {spread:,.0f} s late"
+        )
     if root is not None:
-        return Finding(118, [root], [], "it holds the root rank the others could not reach")
-    return Finding(118, [], [], "the root rank's logs are not in this collection", -0.3)
+        return Finding(
+            "init_root_unreachable", [root], [], "it holds the root rank the others could not reach"
+        )
+    return Finding(
+        "init_root_unreachable", [], [], "the root rank's logs are not in this collection", -0.3
+    )
