@@ -16,8 +16,13 @@ from npuwatch.records import SourceInfo
 
 _CHANNELS = ("debug", "run", "security")
 _PLOG = re.compile(r"plog[-_](?:(?P<pid>\d+)_)?(?P<ts>\d{17})")
+_PLOG_RENAMED = re.compile(r"plog-(?:parser-)?(?P<pid>\d+)[-_.]")
+"""A plog whose stamp is not CANN's 17 digits: renamed by whoever collected it
+(`plog-514_<label>.log`), or one of FaultDiag's per-process extracts
+(`plog-parser-<pid>-<0|1>.log`). The pid still names the file's owner."""
 _DEVICE_APP = re.compile(r"device-app-(?P<pid>\d+)(?:_(?P<ts>\d{17}))?")
 _DEVICE = re.compile(r"device-(?P<num>\d+)_(?P<ts>\d{17})")
+_DEVICE_RENAMED = re.compile(r"device-(?P<num>\d+)_")
 _DEVICE_OS = re.compile(r"device-os_(?P<ts>\d{17})")
 _EVENT = re.compile(r"event_(?P<ts>\d{17})")
 _HOST = re.compile(r"host-\d+_(?P<ts>\d{17})")
@@ -55,14 +60,19 @@ def describe_path(path: str | None, clock: LocalClock, host: str | None = None) 
     elif match := _PLOG.match(name):
         kind, stamp = "plog", match["ts"]
         pid = fitting_int(match["pid"]) if match["pid"] else None
+    elif match := _PLOG_RENAMED.match(name):
+        kind, pid = "plog", fitting_int(match["pid"])
     elif match := _DEVICE_OS.match(name):
         kind, stamp = "device-os", match["ts"]
     elif match := _EVENT.match(name):
         kind, stamp = "event", match["ts"]
-    elif match := _DEVICE.match(name):
+    elif (match := _DEVICE.match(name)) or (
+        device is not None and (match := _DEVICE_RENAMED.match(name))
+    ):
         # A number too large for any column names no pid or device: the path still says so.
+        # (A device log renamed by its collector is known by its `device-N` folder.)
         number = fitting_int(match["num"])
-        stamp = match["ts"]
+        stamp = match.groupdict().get("ts")
         firmware = "firmware" in folders or (
             number is not None
             and number < _LOWEST_APPLICATION_PID

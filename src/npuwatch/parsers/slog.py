@@ -32,11 +32,13 @@ STRICT = re.compile(
 TOLERANT = re.compile(
     r"\[?([A-Z][A-Z0-9]{2,8})\] ?([A-Z][A-Z0-9_]*|[0-9]+)"
     r"\((-?[0-9]+),(?: ?([0-9a-f]{6,16}),)? ?([^)]*)\) ?: ?"
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[- ]([0-9]{2}):([0-9]{2}):?([0-9]{2})"
-    r"\.([0-9]{3})\.([0-9]{3}) ?"
+    r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})[- ]([0-9]{2}):([0-9]{2}):?([0-9]{2})"
+    r"\.([0-9]{3})(?:\.?([0-9]{3}))? ?"
 )
 """Every header anomaly seen in real material. Groups: level, module, pid, MindSpore thread id
-(hex), pname, year, month, day, hour, minute, second, ms, us."""
+(hex), pname, year, month, day, hour, minute, second, ms, us. Collected and edited logs also
+show a month or day without its zero (`2025-9-11`), microseconds run into the milliseconds
+(`18.831505`) and milliseconds alone (`11.000`)."""
 
 PID_OPENING = re.compile(r"\(-?[0-9]+,")
 """What both headers hold: a line without it cannot start a record with a header, whatever its
@@ -111,7 +113,7 @@ def from_tolerant(text: str, start: int, clock: LocalClock) -> SlogRecord | None
         int(match[9]),
         int(match[10]),
         int(match[11]),
-        int(match[12]) * 1000 + int(match[13]),
+        int(match[12]) * 1000 + int(match[13] or 0),
     )
     record = SlogRecord(text, level, match[2], None, match[5], timestamp, text[match.end() :])
     record.pid = field_int(record, match[3])

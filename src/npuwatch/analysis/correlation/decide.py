@@ -27,25 +27,49 @@ from npuwatch.analysis.correlation.timeouts import timeout_finding
 from npuwatch.parsers.hccl.model import Evidence, ProcessKey
 
 _EVIDENCE_LINES = 8
-_WAITING_CLASSES = TIMEOUT_CLASSES | {"aicpu_notify", "transport_init"}
+_WAITING_CLASSES = TIMEOUT_CLASSES | {"aicpu_notify", "transport_init", "weak"}
 """Events that say "I waited": who reported one is a victim unless it is the root."""
 
 
 def decide(prepared: Prepared, evs: list[Ev]) -> Incident:
     fault = Fault(prepared, evs)
     finding = (
-        _cqe(fault)
+        _stated(fault)
+        or _cqe(fault)
         or _cluster_exception(fault)
         or _transport_chain(fault)
         or _first_error_not_timeout(fault)
         or timeout_finding(fault)
         or _aicpu(fault)
+        or _weak_only(fault)
         or _errors_only(fault)
     )
     return _incident(fault, finding)
 
 
 # -- the rules, in precedence order ---------------------------------------------
+
+
+def _stated(fault: Fault) -> Finding | None:
+    """HCCL said in one line what is wrong with a process at init (formats/hccl-init-and-link.md
+    §2.0: a configuration fault seen at init comes before every timeout it causes). The ranks
+    the line names are the root cause, else the process that said it."""
+    stated = [ev for ev in fault.evs if ev.cls == "init_failure"]
+    if not stated:
+        return None
+    first = stated[0]
+    kind = first.event.stated or "errors_without_timeout"
+    same = [ev for ev in stated if ev.event.stated == kind]
+    roots: list[Node] = []
+    for ev in same:
+        named = fault.target(ev) if ev.event.names_peer else None
+        node: Node = named if named is not None else ev.process
+        if node not in roots:
+            roots.append(node)
+    detail = first.event.detail
+    what = KINDS[kind].meaning
+    reason = f"HCCL says so at init: {what}" + (f" ({detail})" if detail else "")
+    return Finding(kind, roots, [], reason)
 
 
 def _cqe(fault: Fault) -> Finding | None:
@@ -168,6 +192,19 @@ def _aicpu(fault: Fault) -> Finding | None:
     if found.cycle:
         reason = "the AI-CPU notify waits form a cycle"
     return Finding("aicpu_notify_wait", found.roots, found.chain, reason)
+
+
+def _weak_only(fault: Fault) -> Finding | None:
+    """Only socket receive timeouts, which name no peer: they say someone did not send, not
+    who (CORRELATION.md §5.6), so they are never a verdict naming their reporters."""
+    if not fault.evs or any(ev.cls != "weak" for ev in fault.evs):
+        return None
+    return Finding(
+        "weak_timeout_unlocated",
+        [],
+        [],
+        "socket receive timeouts that name no peer: the fault cannot be located from them",
+    )
 
 
 def _errors_only(fault: Fault) -> Finding:

@@ -246,6 +246,11 @@ _KINDS: tuple[Kind, ...] = (
         "hccn_tool -i N -ping -g address PEER_IP from one end (hccs_ping on one host), "
         "hccn_tool -i N -link -g on both",
     ),
+    Kind(
+        "weak_timeout_unlocated", None, 0.2,
+        "only socket receive timeouts, which name no peer: nobody can be named from them",
+        "the processes' other errors; collect the logs of every rank of the communicator",
+    ),
     # -- the cluster's settings ----------------------------------------------------------------
     Kind(
         "setting_mismatch", None, 0.7,

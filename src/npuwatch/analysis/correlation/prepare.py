@@ -32,7 +32,7 @@ GRACE_S = 60.0
 CLASS_OF = {
     "socket": "socket",
     "p2p": "socket",
-    "normal": "socket",
+    "normal": "weak",
     "notify": "notify",
     "ffts": "notify",
     "rootinfo": "rootinfo",
@@ -40,10 +40,15 @@ CLASS_OF = {
     "cqe": "cqe",
     "cluster_exception": "cluster_exception",
     "aicpu_notify": "aicpu_notify",
+    "init_failure": "init_failure",
 }
-"""Failure classes: the buckets of CORRELATION.md §1.5 (socket takes p2p and the weak
-`normal` events; FFTS+ goes with notify)."""
+"""Failure classes: the buckets of CORRELATION.md §1.5 (socket takes p2p; FFTS+ goes with
+notify). The weak, peerless socket lines (`normal`: `Wait timeout for sockets recv`, `recv
+fail`) are a class of their own that never chooses a fault's kind (§5.6): they join the typed
+fault of their communicator or process, and alone they locate nothing."""
 TIMEOUT_CLASSES = frozenset({"socket", "notify", "rootinfo"})
+_CONNECT_CLASSES = frozenset({"socket", "rootinfo", "weak", "init_failure"})
+"""Classes bounded by HCCL_CONNECT_TIMEOUT (the others by HCCL_EXEC_TIMEOUT)."""
 
 
 class Ev(NamedTuple):
@@ -71,7 +76,7 @@ class Prepared:
 
     def timeout_s(self, key: ProcessKey, cls: str) -> float:
         view = self.views.get(key)
-        if cls in ("socket", "rootinfo"):
+        if cls in _CONNECT_CLASSES:
             logged = view.get_float("connect_timeout_s") if view else None
             return logged if logged is not None else DEFAULT_CONNECT_TIMEOUT_S
         logged = view.get_float("exec_timeout_s") if view else None
@@ -162,7 +167,7 @@ def window_us(prepared: Prepared, evs: list[Ev], cls: str) -> int:
     """How long the reports of one failure class may keep coming: the largest timeout its
     processes logged, HCCL's link-setup extra, and a grace."""
     timeout = max((prepared.timeout_s(ev.process, cls) for ev in evs[:64]), default=0.0)
-    extra = LINK_SETUP_EXTRA_S if cls in ("socket", "rootinfo") else 0.0
+    extra = LINK_SETUP_EXTRA_S if cls in _CONNECT_CLASSES else 0.0
     return int((timeout + extra + GRACE_S) * 1_000_000)
 
 

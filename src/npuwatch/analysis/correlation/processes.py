@@ -20,6 +20,9 @@ from npuwatch.parsers.hccl.model import (
     ProcessKey,
 )
 
+STEP_FACTS = frozenset({"listen", "connect"})
+"""Facts kept each time they are said (with time and socket tag), not only the latest."""
+
 FactParts = tuple[str, str | int | float | bool, int | None, str | None]
 """A fact as a process's log keeps it: name, value, time and communicator (`Fact[1:5]`). Not
 the process (the log's), nor the evidence (never shown for a fact): a plain tuple of plain
@@ -50,6 +53,8 @@ class ProcessView:
     events: list[CollectiveEvent] = field(default_factory=list)
     dropped: int = 0
     problems: list[str] = field(default_factory=list)
+    steps: list[FactParts] = field(default_factory=list)
+    """The network steps of init and link setup (STEP_FACTS), in the order said."""
 
     def add_facts(self, facts: Iterable[FactParts]) -> None:
         """Fold facts in the order given (the hot path of the correlator: every fact of every
@@ -62,7 +67,9 @@ class ProcessView:
                     first = time_us
                 if last is None or time_us > last:
                     last = time_us
-            if name in COMMUNICATOR_FACTS:
+            if name in STEP_FACTS:
+                self.steps.append((name, value, time_us, communicator))
+            elif name in COMMUNICATOR_FACTS:
                 membership = memberships.get(communicator)
                 if membership is None:
                     membership = memberships[communicator] = Membership(joined_us=time_us)

@@ -23,6 +23,7 @@ from npuwatch.parsers.hccl.identity import (
     timeouts,
     tls_state,
 )
+from npuwatch.parsers.hccl.init_lines import mentions_network, network_facts
 from npuwatch.parsers.hccl.model import COMMUNICATOR_FACTS, Extracted, Fact, ProcessKey
 from npuwatch.parsers.hccl.process_state import ProcessState
 from npuwatch.parsers.hccl.selection import HCCL_LOGGERS, device_positions, host_positions
@@ -41,6 +42,8 @@ class CollectiveExtractor:
     def __init__(self, events_per_process: int = DEFAULT_EVENTS_PER_PROCESS) -> None:
         self._events = FailureEvents(events_per_process)
         self._processes: dict[tuple[str, int], ProcessState] = {}
+        self._separate: dict[str, set[int]] = {}
+        """Per file, the header pids that stated an identity of their own in it."""
 
     def feed(self, records: Sequence[Record], first_line: int | None = None) -> list[Extracted]:
         """Facts and the events completed by these consecutive records of one stream;
@@ -66,6 +69,8 @@ class CollectiveExtractor:
                 self._device(state, text, where, out)
             elif record.logger in HCCL_LOGGERS:
                 self._hccl(state, text, is_error, where, out)
+            elif not is_error and mentions_network(text):  # HCCP's listen and connect lines
+                self._network(state, text, where, out)
             if is_error:
                 events.first_error(state, where, out)
         last = records[-1]
@@ -99,12 +104,30 @@ class CollectiveExtractor:
 
     # -- per record ---------------------------------------------------------------------------
 
+    def _owner(self, record: Record) -> int | None:
+        """The process a record belongs to (CORRELATION.md §5.4). A device log is its file's
+        process. In a plog, a line whose header pid is not the file's belongs to the file's
+        owner (a forked child, a relayed line, an older CANN that mixed pids in one file),
+        unless that pid states an identity of its own in the file (an Entry- or Key Info
+        line): from then on it is a process of its own."""
+        source = record.source
+        pid = record.pid
+        if source is None or source.pid is None:
+            return pid
+        if source.kind in _DEVICE_KINDS or pid is None or pid == source.pid:
+            return source.pid
+        separate = self._separate.setdefault(source.path or "", set())
+        if pid in separate:
+            return pid
+        if mentions_identity(record.text):
+            separate.add(pid)
+            return pid
+        return source.pid
+
     def _state(self, record: Record, out: list[Extracted]) -> ProcessState | None:
         source = record.source
         host = (source.host if source is not None else None) or ""
-        pid = record.pid
-        if source is not None and (source.kind in _DEVICE_KINDS or pid is None):
-            pid = source.pid if source.pid is not None else pid
+        pid = self._owner(record)
         if pid is None:
             return None
         state = self._processes.get((host, pid))
@@ -128,11 +151,15 @@ class CollectiveExtractor:
             return
         if mentions_identity(text):
             self._identity(state, text, where, out)
+        elif mentions_network(text):
+            self._network(state, text, where, out)
         ranks = failures.connected_ranks(text)
         if ranks is not None:
             self._events.connected(state, ranks, where)
             return
-        if state.rootinfo is not None and "identifier[" in text:
+        if state.rootinfo is not None and is_error and "identifier[" in text:
+            # (`Init failed … rootInfo identifier[..]`: an INFO line naming a communicator may
+            # come from another file, read after this one, of another init)
             self._events.close_rootinfo(state, text, out)
         if is_error or "Cluster Exception Location" in text:
             self._events.failure(state, text, where, out)
@@ -170,6 +197,10 @@ class CollectiveExtractor:
             if name == "root" and communicator is None:
                 state.pending_root = True
                 continue
+            out.append(_fact(state, name, value, where, communicator))
+
+    def _network(self, state: ProcessState, text: str, where: Where, out: list[Extracted]) -> None:
+        for name, value, communicator in network_facts(text):
             out.append(_fact(state, name, value, where, communicator))
 
     def _device(self, state: ProcessState, text: str, where: Where, out: list[Extracted]) -> None:

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from npuwatch.bounded_numbers import fitting_int
-from npuwatch.parsers.hccl import failures
+from npuwatch.parsers.hccl import failures, init_lines
 from npuwatch.parsers.hccl.fields import field
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted
 from npuwatch.parsers.hccl.process_state import SAME_FAILURE_US, ProcessState
@@ -23,6 +23,7 @@ from npuwatch.vocabulary import ERROR_LEVELS
 _TID = re.compile(r"\[[^\]]*\]\s*\[(\d+)\]")
 _CQE_LOGGERS = frozenset({"ROCE", "HCCP", "HCCPSRV"})
 _SINGLE_LINE_READERS = (
+    init_lines.stated_failure,
     failures.link_row,
     failures.socket_line,
     failures.transport_init,
@@ -59,6 +60,12 @@ class FailureEvents:
             if read is not None:
                 self._single(state, read, where, out)
                 return
+        opened_root = state.rootinfo
+        if opened_root is not None and "tag[" in text and "Connection]" in text:
+            # the line after a root-info timeout names the communicator that timed out
+            opened_root.communicator = field(text, "tag") or opened_root.communicator
+            add_evidence(opened_root, where)
+            return
         root_read = failures.rootinfo(text)
         if root_read is not None:
             opened = state.rootinfo
@@ -126,6 +133,8 @@ class FailureEvents:
             cqe = failures.cqe(text)
             if cqe is not None:
                 self._single(state, cqe, where, out)
+        if record.level in ERROR_LEVELS and (stated := init_lines.stated_failure(text)):
+            self._single(state, stated, where, out)
 
     def first_error(self, state: ProcessState, where: Where, out: list[Extracted]) -> None:
         """The first ERROR of each burst: the correlator takes the first of each life."""

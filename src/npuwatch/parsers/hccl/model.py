@@ -61,11 +61,16 @@ FactName = Literal[
     "heard",
     "events_dropped",
     "hccl_env",
+    "host_nic",
+    "listen",
+    "connect",
 ]
 """Process facts (device ids, addresses, timeouts, TLS) and communicator facts (`rank`,
 `rank_count`, `root`: the process hosts the communicator's root rank). `resumed` (a recovery)
 starts a new life that keeps the identity of the one before; `hccl_env` is the time a variable
-of the `[HCCL_ENV]` block was printed (once per life: the second time is a restart). `heard` is
+of the `[HCCL_ENV]` block was printed (once per life: the second time is a restart). `host_nic`
+is the host interface HCCL chose; `listen` (`ip:port`) and `connect` (a remote IP, with the
+socket tag as communicator) are the network steps of init and link setup. `heard` is
 the time of a record: how long the process kept writing. `events_dropped` counts failure
 events past the per-process cap (their count is kept, their details are not)."""
 
@@ -112,10 +117,12 @@ EventKind = Literal[
     "rootinfo",
     "normal",
     "aicpu_notify",
+    "init_failure",
     "error",
 ]
-"""The failure classes of CORRELATION.md §1.3; `error` is a process's first ERROR of any
-module (the cause when it comes before everyone's timeouts)."""
+"""The failure classes of CORRELATION.md §1.3; `init_failure` is a process's own init failure
+that HCCL states in one line (its `stated` kind is the verdict); `error` is a process's first
+ERROR of any module (the cause when it comes before everyone's timeouts)."""
 
 TIMEOUT_KINDS = frozenset({"socket", "p2p", "notify", "ffts", "rootinfo", "normal"})
 """Kinds that mean "I waited for someone": they mark victims, not causes."""
@@ -150,6 +157,10 @@ class CollectiveEvent:
     codes: tuple[str, ...] = ()
     timeout_s: float | None = None
     """The timeout the line itself says fired (`timeout[120 s]`)."""
+    stated: str | None = None
+    """For `init_failure`: the kind of fault HCCL's line states (correlation/kinds.py)."""
+    detail: str | None = None
+    """For `init_failure`: what the line names (the variable, the port)."""
     count: int = 1
     """Lines that said the same (the same peer, tag and op) within minutes: kept once, counted."""
     last_us: int | None = None

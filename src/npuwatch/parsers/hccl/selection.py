@@ -18,10 +18,14 @@ from itertools import compress, count, repeat
 from operator import attrgetter, contains, not_, or_
 
 from npuwatch.parsers.hccl.identity import mentions_identity
+from npuwatch.parsers.hccl.init_lines import mentions_network
 from npuwatch.records import Record
 from npuwatch.vocabulary import ERROR_LEVELS
 
 HCCL_LOGGERS = frozenset({"HCCL", "HCCL_OPS", "HCOMM"})
+WATCHED_LOGGERS = HCCL_LOGGERS | {"HCCP"}
+"""HCCP prints the listen and connect steps of init and link setup (formats/hccl-init-and-link.md
+R4, A3)."""
 _NOT_QUIET = ERROR_LEVELS | {"DEBUG"}
 """Levels whose HCCL records are not keyword-tested: DEBUG is never read, ERRORs always are."""
 _LEVEL = attrgetter("level")
@@ -40,6 +44,7 @@ def may_matter(text: str) -> bool:
         or "connected rankinfo" in text
         or "Cluster Exception" in text
         or "identifier[" in text
+        or mentions_network(text)
     )
 
 
@@ -49,7 +54,7 @@ def host_positions(records: Sequence[Record]) -> list[int]:
     levels = list(map(_LEVEL, records))
     present = _NOT_QUIET.intersection(levels)
     errors = [i for level in present & ERROR_LEVELS for i in _indexes(levels, level)]
-    hccl = list(compress(count(), map(HCCL_LOGGERS.__contains__, map(_LOGGER, records))))
+    hccl = list(compress(count(), map(WATCHED_LOGGERS.__contains__, map(_LOGGER, records))))
     if present:  # (None is not DEBUG: HCCL records without a level are read)
         loud = map(_NOT_QUIET.__contains__, map(levels.__getitem__, hccl))
         hccl = list(compress(hccl, map(not_, loud)))
