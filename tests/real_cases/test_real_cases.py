@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from npuwatch.analysis.correlation.incident import FAULTDIAG_CODES
+from npuwatch.analysis.correlation.kinds import KINDS as NPUWATCH_KINDS
 from tests.conftest import REAL_LOGS
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
@@ -34,16 +34,6 @@ NIC = "init_root_unreachable, no root cause: the ranks' host interfaces are not 
 NOT_DECIDED_YET: dict[str, str] = {
     "ascend-pytorch-doc-hccl-timeout": "no incident from the heartbeat verdict of an EI0002 block",
     "gh-vllm-ascend-7384": "no incident from a torch_npu watchdog line (EI0013) on the screen",
-    "msc-01-env-range": ONE_LINE + " (HCCL_* variable out of range)",
-    "msc-02-env-ifname": ONE_LINE + " (HCCL_SOCKET_IFNAME names no interface)",
-    "msc-03-server-port-bind": ONE_LINE + " (host NIC listen port in use)",
-    "msc-07-superdeviceid-dup": ONE_LINE + " (superDeviceId duplicated)",
-    "msc-08-ranktable-deviceip": ONE_LINE + " (rank-table device IP)",
-    "msc-09-ipfamily": ONE_LINE + " (IP family)",
-    "msc-10-tls-config": ONE_LINE + " (HCCL's TlsConsistency check)",
-    "msc-11-device-port-busy": ONE_LINE + " (device NIC listen port in use)",
-    "msc-12-client-recv-timeout": "no incident from the root's timeout and its connected list",
-    "msc-13-cclbuffer-alloc": ONE_LINE + " (QP memory)",
     "msc-14-tls-link-timeout": "link_setup_wait on rank 24: device logs' TLS SWITCH not compared",
     "msc-15-nic-init-fail": "init_missing_rank on another communicator (10.20.6.27…, rank 208)",
     "msc-16-nic-mismatch": NIC,
@@ -56,20 +46,11 @@ NOT_DECIDED_YET: dict[str, str] = {
 (strict xfail): one that starts passing is taken out of this dict."""
 
 # fmt: off
-NEW_KINDS = {
-    "hccl_env_invalid", "socket_ifname_not_found", "listen_port_busy", "ranktable_invalid",
-    "ip_family_mismatch", "buffer_alloc_failed", "init_nic_mismatch", "init_rank_not_called",
-    "init_root_not_listening", "init_no_connect", "init_root_exited", "init_window_missed",
-    "init_large_cluster", "init_rank_not_connected", "link_server_not_listening",
-    "link_client_not_connected", "link_server_exited", "link_server_no_error",
-    "link_client_exited", "link_client_late", "link_network", "setting_mismatch",
-}
-"""The kinds npuwatch is gaining (communicator init, link setup, settings), beside FaultDiag's."""
 FIELDS = {
     "statement", "reasoning", "kind", "kind_any_of", "communicator", "root_cause", "waiting_chain",
 }
 # fmt: on
-KINDS = {kind for kind, _, _ in FAULTDIAG_CODES.values()} | NEW_KINDS
+KINDS = set(NPUWATCH_KINDS)
 
 
 def case_folders() -> list[Any]:

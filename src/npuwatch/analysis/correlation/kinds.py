@@ -209,6 +209,12 @@ _KINDS: tuple[Kind, ...] = (
         "raise HCCL_CONNECT_TIMEOUT, else find why the ranks start so far apart",
     ),
     Kind(
+        "init_large_cluster", None, 0.5,
+        "ranks of a communicator of over 1,000 ranks never reached the root: its listen "
+        "backlog overflowed",
+        "net.core.somaxconn and net.ipv4.tcp_max_syn_backlog = 65535 on every host",
+    ),
+    Kind(
         "init_rank_not_connected", None, 0.6,
         "ranks called communicator init and tried to reach the root, but never did",
         "the network path from those ranks to the root: hccn_tool -i N -link -g, "
@@ -229,6 +235,11 @@ _KINDS: tuple[Kind, ...] = (
         "link_server_exited", None, 0.75,
         "the server of the link had stopped logging before the client connected: it exited",
         "why the server's process exited (its last lines, dmesg, the scheduler)",
+    ),
+    Kind(
+        "link_server_no_error", None, 0.65,
+        "the server of the link reported no error at all: it never reached the op",
+        _ENTRY_LOG,
     ),
     Kind(
         "link_client_exited", None, 0.75,

@@ -254,6 +254,8 @@ def _named_communicator(event: CollectiveEvent, known: set[str]) -> str | None:
     tag = event.tag
     if not tag:
         return None
+    if tag in known:  # `tag[<identifier>]` on a call trace names the communicator itself
+        return tag
     prefix, _, rest = tag.partition("_")
     if not rest:
         return _match_known(tag, known) if tag in known else None

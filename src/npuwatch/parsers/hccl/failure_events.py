@@ -23,7 +23,6 @@ from npuwatch.vocabulary import ERROR_LEVELS
 _TID = re.compile(r"\[[^\]]*\]\s*\[(\d+)\]")
 _CQE_LOGGERS = frozenset({"ROCE", "HCCP", "HCCPSRV"})
 _SINGLE_LINE_READERS = (
-    init_lines.stated_failure,
     failures.link_row,
     failures.socket_line,
     failures.transport_init,
@@ -41,6 +40,7 @@ class FailureEvents:
 
     def failure(self, state: ProcessState, text: str, where: Where, out: list[Extracted]) -> None:
         """An HCCL ERROR line, or HCCL's cluster-exception verdict."""
+        self._settle_stated(state, text, where, out)
         tid = _thread(where, text)
         base = failures.task_base(text)
         if base is not None:
@@ -54,6 +54,10 @@ class FailureEvents:
             "Task run failed" in text or "remote rank" in text or "report error_message" in text
         ):
             _detail(block, failures.task_detail(text) or {}, where)
+            return
+        stated = init_lines.stated_failure(text)
+        if stated is not None:
+            state.stated_open = _filled(_event(state, "init_failure", where, None), stated)
             return
         for reader in _SINGLE_LINE_READERS:
             read = reader(text)
@@ -133,8 +137,11 @@ class FailureEvents:
             cqe = failures.cqe(text)
             if cqe is not None:
                 self._single(state, cqe, where, out)
-        if record.level in ERROR_LEVELS and (stated := init_lines.stated_failure(text)):
-            self._single(state, stated, where, out)
+        if record.level in ERROR_LEVELS:
+            self._settle_stated(state, text, where, out)
+            stated = init_lines.stated_failure(text)
+            if stated is not None:
+                state.stated_open = _filled(_event(state, "init_failure", where, None), stated)
 
     def first_error(self, state: ProcessState, where: Where, out: list[Extracted]) -> None:
         """The first ERROR of each burst: the correlator takes the first of each life."""
@@ -171,10 +178,25 @@ class FailureEvents:
     def _single(
         self, state: ProcessState, read: dict[str, Any], where: Where, out: list[Extracted]
     ) -> None:
-        event = _event(state, read["kind"], where, tag=read.get("tag"))
-        for name, value in read.items():
-            if name not in ("kind", "own_rank") and value is not None:
-                setattr(event, name, value)
+        self._emit(state, _filled(_event(state, read["kind"], where, read.get("tag")), read), out)
+
+    def _settle_stated(
+        self, state: ProcessState, text: str, where: Where, out: list[Extracted]
+    ) -> None:
+        """The ERROR line after a stated init failure: the communicator it names (HCCL's call
+        trace names it a line or two later) is the failure's, then the failure is sent."""
+        event = state.stated_open
+        if event is None:
+            return
+        state.stated_open = None
+        named = field(text, "identifier") or failures.group_of(text)
+        tag = field(text, "tag")
+        if named:
+            event.communicator = named
+            add_evidence(event, where)
+        elif tag:
+            event.tag = tag
+            add_evidence(event, where)
         self._emit(state, event, out)
 
     def _emit(self, state: ProcessState, event: CollectiveEvent, out: list[Extracted]) -> None:
@@ -193,6 +215,13 @@ def _event(state: ProcessState, kind: str, where: Where, tag: str | None) -> Col
         codes=tuple(record.error_codes),
         evidence=[where.evidence()],
     )
+
+
+def _filled(event: CollectiveEvent, read: dict[str, Any]) -> CollectiveEvent:
+    for name, value in read.items():
+        if name not in ("kind", "own_rank", "tag") and value is not None:
+            setattr(event, name, value)
+    return event
 
 
 def _detail(event: CollectiveEvent, read: dict[str, Any], where: Where) -> None:

@@ -28,6 +28,8 @@ class ProcessState:
     blocks: dict[int, CollectiveEvent] = default(default_factory=dict)
     rootinfo: CollectiveEvent | None = None
     aicpu_waiting: CollectiveEvent | None = None
+    stated_open: CollectiveEvent | None = None
+    """A stated init failure waiting for the next ERROR line, which may name its communicator."""
     kept: dict[tuple[Any, ...], CollectiveEvent] = default(default_factory=dict)
     emitted: int = 0
     dropped: int = 0
@@ -70,11 +72,12 @@ class ProcessState:
                 )
             closed.append(event)
         self.blocks.clear()
-        for waiting in (self.rootinfo, self.aicpu_waiting):
+        for waiting in (self.rootinfo, self.aicpu_waiting, self.stated_open):
             if waiting is not None:
                 closed.append(waiting)
         self.rootinfo = None
         self.aicpu_waiting = None
+        self.stated_open = None
         return closed
 
 
