@@ -29,18 +29,9 @@ CASES = REAL_LOGS / "hccl"
 EXPECTED = Path(__file__).parent / "expected"
 ABSENT = "../shared/real-logs/hccl is not present on this machine"
 
-ONE_LINE = "no incident: HCCL's one-line init failures are not decided yet"
-NIC = "init_root_unreachable, no root cause: the ranks' host interfaces are not compared yet"
 NOT_DECIDED_YET: dict[str, str] = {
     "ascend-pytorch-doc-hccl-timeout": "no incident from the heartbeat verdict of an EI0002 block",
     "gh-vllm-ascend-7384": "no incident from a torch_npu watchdog line (EI0013) on the screen",
-    "msc-14-tls-link-timeout": "link_setup_wait on rank 24: device logs' TLS SWITCH not compared",
-    "msc-15-nic-init-fail": "init_missing_rank on another communicator (10.20.6.27…, rank 208)",
-    "msc-16-nic-mismatch": NIC,
-    "msc-17-nic-mismatch-2": NIC,
-    "msc-18-nic-mismatch-3": NIC,
-    "msc-19-init-dispatch-mismatch": "link_setup_wait, no communicator: no rank-never-called-init",
-    "msc-27-notify-comm-from-error": "no communicator taken from the FFTS+ triplet's group:[…]",
 }
 """Case folder → why npuwatch does not reach its source's verdict yet. Such a case must fail
 (strict xfail): one that starts passing is taken out of this dict."""

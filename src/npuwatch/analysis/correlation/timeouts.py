@@ -19,6 +19,7 @@ from npuwatch.analysis.correlation.fault import (
 )
 from npuwatch.analysis.correlation.graph import Node, WaitGraph, reverse_chain, walk
 from npuwatch.analysis.correlation.incident import Place
+from npuwatch.analysis.correlation.init_engine import root_endpoint, unconnected_finding
 from npuwatch.analysis.correlation.prepare import LINK_SETUP_EXTRA_S, Ev
 from npuwatch.parsers.hccl.model import ProcessKey
 
@@ -44,8 +45,16 @@ def _socket(fault: Fault, bucket: list[Ev]) -> Finding:
     tls = {key: fault.prepared.views[key].values.get("tls") for key in with_logs.values()}
     states = Counter(value for value in tls.values() if isinstance(value, bool))
     if len(states) == 2:
+        if states[True] == states[False]:  # an even split has no minority: both groups
+            roots: list[Node] = [key for key, value in tls.items() if isinstance(value, bool)]
+            return Finding(
+                "tls_mismatch",
+                roots,
+                [],
+                "TLS is on at one end of the failed links and off at the other",
+            )
         minority = min(states, key=lambda state: (states[state], state))
-        roots: list[Node] = [key for key, value in tls.items() if value == minority]
+        roots = [key for key, value in tls.items() if value == minority]
         return Finding("tls_mismatch", roots, [], "its TLS switch differs from the other devices'")
     spread = spread_s(reported)
     limit = fault.prepared.timeout_s(bucket[0].process, "socket")
@@ -172,6 +181,9 @@ def _notify_walk(fault: Fault, graph: WaitGraph, bucket: list[Ev]) -> Finding:
 
 
 def _rootinfo(fault: Fault, bucket: list[Ev]) -> Finding:
+    engine = unconnected_finding(fault, bucket)
+    if engine is not None:
+        return engine
     communicator = bucket[0].communicator
     with_logs, without = fault.members(communicator)
     reported = reporters(bucket)
@@ -208,6 +220,23 @@ def _rootinfo(fault: Fault, bucket: list[Ev]) -> Finding:
     if root is not None:
         return Finding(
             "init_root_unreachable", [root], [], "it holds the root rank the others could not reach"
+        )
+    ip, port = root_endpoint(communicator)
+    if ip is not None:  # every member's init line names the root's endpoint (§5.10)
+        place = fault.place(
+            Place(
+                host=fault.directory.host_of_ip.get(ip),
+                address=f"{ip}:{port}" if port else ip,
+                communicator=communicator,
+                has_logs=False,
+            )
+        )
+        return Finding(
+            "init_root_unreachable",
+            [place],
+            [],
+            "it holds the root the others could not reach; its logs are not in this collection",
+            -0.2,
         )
     return Finding(
         "init_root_unreachable", [], [], "the root rank's logs are not in this collection", -0.3

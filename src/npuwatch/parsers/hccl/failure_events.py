@@ -51,7 +51,7 @@ class FailureEvents:
             return
         block = state.blocks.get(tid)
         if block is not None and (
-            "Task run failed" in text or "remote rank" in text or "report error_message" in text
+            "run failed" in text or "remote rank" in text or "report error_message" in text
         ):
             _detail(block, failures.task_detail(text) or {}, where)
             return

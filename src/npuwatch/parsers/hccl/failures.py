@@ -48,7 +48,10 @@ _NUMBER = re.compile(r"\s*(\d+)")
 def task_base(text: str) -> Fields | None:
     """The first line of a task-exception block (H3.1 step 4; the FFTS+ op form has no
     taskType): opens a notify or FFTS+ event."""
-    if _TASK_BASE not in text:
+    if _TASK_BASE not in text and not (
+        "FFTS+ run failed, base infomation is" in text  # the older spelling, FFTS+ op form
+        or "FFTS+ run failed, base information is" in text
+    ):
         return None
     task_type = field(text, "taskType")
     kind = "notify" if task_type is None or "Notify" in task_type else "ffts"
