@@ -55,5 +55,11 @@ class Correlator:
         incidents = [decide(prepared, group) for group in failures(prepared)]
         return sorted(
             incidents,
-            key=lambda i: (i.recovered, -(len(i.victims) + len(i.root_cause)), i.first_us or 0),
+            # weak, unlocated faults last: consumers read incidents[0] as the verdict (§5.11)
+            key=lambda i: (
+                i.recovered,
+                i.kind == "weak_timeout_unlocated",
+                -(len(i.victims) + len(i.root_cause)),
+                i.first_us or 0,
+            ),
         )
