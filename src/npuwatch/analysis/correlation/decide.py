@@ -9,6 +9,7 @@ its waiter); each fault of a job is decided on its own events; times are on corr
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from npuwatch.analysis.correlation.fault import (
@@ -288,8 +289,8 @@ def _summary(finding: Finding, roots: list[Place], victims: list[Place]) -> str:
     reason = finding.reason
     if len(roots) == 1:
         return f"{names} failed first: {reason}{waiting}"
-    for one, many in (("it ", "they "), ("its ", "their "), ("it, ", "them, ")):
-        reason = reason.replace(one, many)
+    for one, many in ((r"\bit\b(?=,)", "them"), (r"\bit\b", "they"), (r"\bits\b", "their")):
+        reason = re.sub(one, many, reason)
     return f"{names} failed first together: {reason}{waiting}"
 
 

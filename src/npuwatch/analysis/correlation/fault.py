@@ -79,8 +79,10 @@ class Fault:
                 Place(host=key.host or None, device=event.remote_device, has_logs=False)
             )
         if event.remote_ip is not None:
-            found = directory.by_device_ip.get(event.remote_ip) or directory.by_host_vnic.get(
-                (key.host, event.remote_ip)
+            found = (
+                directory.by_device_ip.get(event.remote_ip)
+                or directory.by_host_vnic.get((key.host, event.remote_ip))
+                or directory.by_link_ip.get(event.remote_ip)
             )
             if found is not None:
                 return found

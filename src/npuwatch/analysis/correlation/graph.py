@@ -66,6 +66,18 @@ def walk(graph: WaitGraph, start: Node) -> Walk:
     return Walk(chain, [node], cycle=False)
 
 
+def chain_start(graph: WaitGraph, order: list[ProcessKey]) -> Node:
+    """Where a walk starts (CORRELATION.md §5.9): a node that waits and that nobody waits on,
+    the one whose walk is longest, ties broken by the earliest report (`order`: the reporters,
+    earliest first); the first reporter when every waiter is waited on (a cycle)."""
+    degree = graph.in_degree()
+    starts = [node for node in order if graph.edges.get(node) and not degree.get(node)]
+    if not starts:
+        return order[0]
+    lengths = {node: len(walk(graph, node).chain) for node in starts[:64]}
+    return max(lengths, key=lambda node: (lengths[node], -order.index(node)))
+
+
 def reverse_chain(graph: WaitGraph, end: Node) -> list[Node]:
     """A chain that ends at `end`: from a node that waits, step by step, on it."""
     chain = [end]

@@ -16,7 +16,6 @@ from __future__ import annotations
 from npuwatch.analysis.correlation.fault import Fault, Finding
 from npuwatch.analysis.correlation.graph import Node
 from npuwatch.analysis.correlation.prepare import Ev
-from npuwatch.analysis.correlation.processes import ProcessView
 from npuwatch.parsers.hccl.model import ProcessKey
 
 LARGE_CLUSTER_RANKS = 1000
@@ -66,11 +65,9 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
     if absent:
         return _never_called(fault, communicator, absent, root, bucket)
     if root_view is not None and root_view.steps and root_ip is not None and t_err is not None:
-        listens = _steps(root_view, "listen", root_ip)
+        listens = root_view.step_times("listen", root_ip)
         start = t_err - timeout_us
-        if not any(abs((time or start) - start) <= _WINDOW_SLACK_US for time in listens) and not [
-            time for time in listens if time is not None and time <= start
-        ]:
+        if not any(time <= start + _WINDOW_SLACK_US for time in listens):
             return Finding(
                 "init_root_not_listening",
                 [root],
@@ -78,17 +75,17 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
                 f"it never listened on {root_ip}:{root_port} while the ranks tried to join",
             )
     logged = {rank: key for rank, key in present.items() if views[key].steps}
-    silent = [key for key in logged.values() if not _steps(views[key], "connect", root_ip)]
+    silent = [key for key in logged.values() if not views[key].step_times("connect", root_ip)]
     if silent:
         return Finding(
             "init_no_connect", list(silent), [], "it called init but never sent its request"
         )
-    connects = {key: _steps(views[key], "connect", root_ip) for key in logged.values()}
+    connects = {key: views[key].step_times("connect", root_ip) for key in logged.values()}
     root_last = root_view.last_us if root_view is not None else None
     late = [
         key
         for key, times in connects.items()
-        if root_last is not None and any(t is not None and t > root_last for t in times)
+        if root_last is not None and any(t > root_last for t in times)
     ]
     if late and root_last is not None and (t_err is None or root_last < t_err):
         return Finding(
@@ -101,10 +98,7 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
         outside = [
             key
             for key, times in connects.items()
-            if times
-            and all(
-                t is not None and (t > t_err or t + timeout_us < t_err - timeout_us) for t in times
-            )
+            if times and all(t > t_err or t + timeout_us < t_err - timeout_us for t in times)
         ]
         if outside:
             return Finding(
@@ -176,15 +170,3 @@ def _never_called(
 def _members_of(fault: Fault, communicator: str | None) -> list[tuple[ProcessKey, int]]:
     with_logs, _ = fault.members(communicator)
     return [(key, rank) for rank, key in with_logs.items()]
-
-
-def _steps(view: ProcessView, name: str, ip: str | None) -> list[int | None]:
-    """Times of a process's listen or connect steps involving `ip` (any, when None)."""
-    found: list[int | None] = []
-    for step, value, time_us, _ in view.steps:
-        if step != name:
-            continue
-        address = str(value).rsplit(":", 1)[0] if name == "listen" else str(value)
-        if ip is None or address == ip:
-            found.append(time_us)
-    return found

@@ -119,6 +119,17 @@ class ProcessView:
         if self.last_us is None or time_us > self.last_us:
             self.last_us = time_us
 
+    def step_times(self, name: str, ip: str | None) -> list[int]:
+        """Times of the process's `listen` or `connect` steps (towards or on `ip` when given)."""
+        found: list[int] = []
+        for step, value, time_us, _ in self.steps:
+            if step != name or time_us is None:
+                continue
+            address = str(value).rsplit(":", 1)[0] if name == "listen" else str(value)
+            if ip is None or address == ip:
+                found.append(time_us)
+        return found
+
     def get_int(self, name: str) -> int | None:
         value = self.values.get(name)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -174,6 +185,9 @@ class Directory:
         self.by_host_device: dict[tuple[str, int], ProcessKey] = {}
         self.by_host_vnic: dict[tuple[str, str], ProcessKey] = {}
         self.host_of_ip: dict[str, str] = {}
+        self.by_link_ip: dict[str, ProcessKey | None] = {}
+        """Addresses processes gave as their own in LINK_ERROR_INFO rows; None where two
+        processes gave one (a vNIC address repeats on every host)."""
         self.problems: list[str] = []
         for key in sorted(views, key=lambda k: (views[k].first_us or 0, k)):
             self._add(views[key], memberships.get(key, {}))
@@ -213,6 +227,10 @@ class Directory:
             self._claim(self.by_server_device, (server, device), key, "server and device")
         if device is not None and memberships:
             self._claim(self.by_host_device, (key.host, device), key, "host and device")
+        link_ip = view.get_str("link_ip")
+        if link_ip is not None:
+            other = self.by_link_ip.get(link_ip, key)
+            self.by_link_ip[link_ip] = key if other is not None and _same_pid(other, key) else None
         vnic = view.get_str("vnic_ip")
         if vnic is not None:
             self.by_host_vnic[(key.host, vnic)] = key

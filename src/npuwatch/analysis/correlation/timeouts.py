@@ -17,9 +17,10 @@ from npuwatch.analysis.correlation.fault import (
     spread_s,
     waits_on,
 )
-from npuwatch.analysis.correlation.graph import Node, WaitGraph, reverse_chain, walk
+from npuwatch.analysis.correlation.graph import Node, WaitGraph, chain_start, reverse_chain, walk
 from npuwatch.analysis.correlation.incident import Place
 from npuwatch.analysis.correlation.init_engine import root_endpoint, unconnected_finding
+from npuwatch.analysis.correlation.link_engine import link_finding
 from npuwatch.analysis.correlation.prepare import LINK_SETUP_EXTRA_S, Ev
 from npuwatch.parsers.hccl.model import ProcessKey
 
@@ -68,7 +69,10 @@ def _socket(fault: Fault, bucket: list[Ev]) -> Finding:
             f"{limit:,.0f} s HCCL_CONNECT_TIMEOUT: it reached link setup late",
         )
     graph = fault.graph(bucket)
-    found = walk(graph, bucket[0].process)
+    found = walk(graph, chain_start(graph, list(reporters(bucket))))
+    refined = link_finding(fault, found, bucket)
+    if refined is not None:
+        return refined
     if found.cycle:
         return Finding(
             "link_setup_wait", found.roots, found.chain, "the ranks wait for each other (a cycle)"

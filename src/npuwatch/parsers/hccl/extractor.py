@@ -151,7 +151,7 @@ class CollectiveExtractor:
             return
         if mentions_identity(text):
             self._identity(state, text, where, out)
-        elif mentions_network(text):
+        if mentions_network(text):
             self._network(state, text, where, out)
         ranks = failures.connected_ranks(text)
         if ranks is not None:

@@ -15,7 +15,7 @@ from typing import Any
 from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.hccl import failures, init_lines
 from npuwatch.parsers.hccl.fields import field
-from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted
+from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact
 from npuwatch.parsers.hccl.process_state import SAME_FAILURE_US, ProcessState
 from npuwatch.parsers.hccl.where import Where, add_evidence
 from npuwatch.vocabulary import ERROR_LEVELS
@@ -179,6 +179,18 @@ class FailureEvents:
         self, state: ProcessState, read: dict[str, Any], where: Where, out: list[Extracted]
     ) -> None:
         self._emit(state, _filled(_event(state, read["kind"], where, read.get("tag")), read), out)
+        own_ip = read.get("own_ip")
+        if own_ip is not None:  # the row's source: this device's own address (§5.14)
+            out.append(
+                Fact(
+                    state.key,
+                    "link_ip",
+                    own_ip,
+                    where.record.timestamp_us,
+                    None,
+                    where.evidence(),
+                )
+            )
 
     def _settle_stated(
         self, state: ProcessState, text: str, where: Where, out: list[Extracted]
@@ -219,7 +231,7 @@ def _event(state: ProcessState, kind: str, where: Where, tag: str | None) -> Col
 
 def _filled(event: CollectiveEvent, read: dict[str, Any]) -> CollectiveEvent:
     for name, value in read.items():
-        if name not in ("kind", "own_rank", "tag") and value is not None:
+        if name not in ("kind", "own_rank", "own_ip", "tag") and value is not None:
             setattr(event, name, value)
     return event
 

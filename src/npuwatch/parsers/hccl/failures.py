@@ -25,10 +25,12 @@ from npuwatch.parsers.hccl.fields import (
 Fields = dict[str, Any]
 
 _LINK_ROW = re.compile(
-    r"\|\s*(?P<dest>[0-9A-Fa-f.:]+)\((?P<dest_rank>\d{1,6})\)\s*\|\s*\d*\s*\|"
-    r"\s*(?P<src>[0-9A-Fa-f.:]+)\((?P<src_rank>\d{1,6})\)\s*\|\s*\d*\s*\|"
+    r"\|\s*(?P<dest>[0-9A-Fa-f.:]+)\((?P<dest_rank>\d{1,6})\)\s*\|(?:\s*\d*\s*\|)?"
+    r"\s*(?P<src>[0-9A-Fa-f.:]+)\((?P<src_rank>\d{1,6})\)\s*\|(?:\s*\d*\s*\|)?"
     r"\s*(?P<role>[A-Za-z]+)\s*\|\s*(?P<status>[a-z ]+?)\s*\|"
 )
+"""A LINK_ERROR_INFO row, with its port columns (`dest | port | src | port | role | status`) or
+without them, as older releases print it (`dest | src | role | status`, CORRELATION.md §5.1)."""
 _REMOTE_RANK = re.compile(r"remote ?rank(?:id)?\s*:?\s*\[\s*(\w+)\s*\]", re.IGNORECASE)
 _TIMEOUT = re.compile(r"timeout\s*[\[:]\s*(\d+(?:\.\d+)?)\s*s?", re.IGNORECASE)
 _AGENT_ID = re.compile(r"\[(\d{1,16})\]")
@@ -125,6 +127,7 @@ def link_row(text: str) -> Fields | None:
         "remote_ip": address(match["dest"]),
         "remote_rank": int(match["dest_rank"]),  # six digits at most: they fit
         "own_rank": int(match["src_rank"]),
+        "own_ip": address(match["src"]),
         "link_role": match["role"].strip().lower(),
         "link_status": status,
     }

@@ -76,6 +76,11 @@ def network_facts(text: str) -> list[tuple[str, Any, str | None]]:
         port = field(text, "port")
         if ip is not None:
             said.append(("listen", f"{ip}:{port}" if port else ip, None))
+    elif "Listen on ip[" in text:
+        ip = address(field(text, "Listen on ip"))
+        port = field(text, "port")
+        if ip is not None:
+            said.append(("listen", f"{ip}:{port}" if port else ip, None))
     elif "ocket_batch_connect" in text or "SocketBatchConnect" in text:
         remote = address(field(text, "remoteIp") or field(text, "remote_ip"))
         if remote is not None:
@@ -102,6 +107,7 @@ def mentions_network(text: str) -> bool:
         or "SocketBatchConnect" in text
         or "find nic[" in text
         or "get host ip success" in text
+        or "Listen on ip[" in text
     )
 
 

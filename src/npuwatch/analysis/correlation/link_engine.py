@@ -1,0 +1,140 @@
+"""Link setup between two ranks: which end broke the link (formats/hccl-init-and-link.md §2.2,
+mscommreport's engine B, done where it goes wrong).
+
+The waiting chain of link setup (CORRELATION.md §1.5) ends at one link: the last waiter and
+the rank it waited for, or the two members of a mutual wait. Of that link, the server is the
+end the LINK_ERROR_INFO row calls so (`MyRole`), else the smaller rank (HCCL's rule). Then,
+first match wins: a server that never listened; a client that never connected; a server that
+had stopped logging before the client connected (it exited); a client that had stopped
+logging before the server gave up, without connecting (it exited); a client whose every
+connect came after the server had given up (late); TLS on at one end only; else the network
+between them, and both ends are the root cause. Unlike mscommreport, the link examined is the
+chain's end, not its start, and a rule asks only about run logs that are there: when neither
+end's run log was collected, nothing is said beyond the chain.
+"""
+
+from __future__ import annotations
+
+from npuwatch.analysis.correlation.fault import Fault, Finding
+from npuwatch.analysis.correlation.graph import Node, Walk
+from npuwatch.analysis.correlation.prepare import Ev
+from npuwatch.analysis.correlation.processes import ProcessView
+from npuwatch.parsers.hccl.model import ProcessKey
+
+
+def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
+    """The verdict on the link the chain ends at, when both its ends reported: a chain that
+    ends at a rank that never reported stays FaultDiag's (108, that rank)."""
+    pair = _link(found)
+    if pair is None:
+        return None
+    reported = {ev.process for ev in bucket}
+    if not (pair[0] in reported and pair[1] in reported):
+        return None
+    waiter, peer = pair
+    row = next(
+        (ev for ev in bucket if ev.process == waiter and ev.event.link_role is not None), None
+    )
+    server, client = _roles(fault, waiter, peer, row)
+    views = fault.prepared.views
+    vs, vc = views.get(server), views.get(client)
+    if vs is None or vc is None or not (vs.steps or vc.steps):
+        return None
+    chain: list[Node] = list(found.chain)
+    both: list[Node] = [server, client]
+    label_s, label_c = fault.place(server).label(), fault.place(client).label()
+    server_ip = vs.get_str("device_ip")
+    timeout_us = int(fault.prepared.timeout_s(waiter, "socket") * 1e6)
+    errors = [ev.time_us for ev in bucket if ev.process == server and ev.time_us is not None]
+    t_err = min(errors) if errors else None
+    connects = vc.step_times("connect", server_ip)
+    # a step is missing only where the collection records that kind of step at all
+    listens_logged = any(view.step_times("listen", None) for view in _views(fault, bucket))
+    connects_logged = any(view.step_times("connect", None) for view in _views(fault, bucket))
+    if listens_logged and vs.steps and not vs.step_times("listen", None):
+        return Finding(
+            "link_server_not_listening",
+            [server],
+            chain,
+            f"it is the server of the link to {label_c} and never listened for it",
+        )
+    if connects_logged and vc.steps and not connects:
+        if vc.last_us is not None and t_err is not None and vc.last_us < t_err - timeout_us:
+            return Finding(
+                "link_client_exited",
+                [client],
+                chain,
+                f"it is the client of the link to {label_s}; it stopped logging before the "
+                "server gave up, without connecting",
+            )
+        return Finding(
+            "link_client_not_connected",
+            [client],
+            chain,
+            f"it is the client of the link to {label_s} and never connected",
+        )
+    if connects and vs.last_us is not None and vs.last_us < min(connects):
+        return Finding(
+            "link_server_exited",
+            [server],
+            chain,
+            f"it is the server of the link to {label_c} and stopped logging before the client "
+            "connected",
+        )
+    if connects and t_err is not None and all(t > t_err for t in connects):
+        return Finding(
+            "link_client_late",
+            [client],
+            chain,
+            f"it is the client of the link to {label_s} and connected only after the server "
+            "had given up",
+        )
+    tls = (vs.values.get("tls"), vc.values.get("tls"))
+    if all(isinstance(state, bool) for state in tls) and tls[0] != tls[1]:
+        return Finding(
+            "tls_mismatch", both, chain, "TLS is on at one end of the link and off at the other"
+        )
+    if vs.step_times("listen", None) and connects:
+        return Finding(
+            "link_network",
+            both,
+            chain,
+            "they are the two ends of the link: the server listened and the client connected "
+            "in time, and they never met",
+        )
+    return None
+
+
+def _views(fault: Fault, bucket: list[Ev]) -> list[ProcessView]:
+    views = fault.prepared.views
+    return [views[key] for key in dict.fromkeys(ev.process for ev in bucket) if key in views]
+
+
+def _link(found: Walk) -> tuple[ProcessKey, ProcessKey] | None:
+    """The link the chain ends at: a mutual wait of two, or the last waiter and its peer."""
+    if found.cycle:
+        members = [node for node in found.roots if isinstance(node, ProcessKey)]
+        if len(members) == 2 == len(found.roots):
+            return members[0], members[1]
+        return None
+    end = found.roots[0]
+    if isinstance(end, ProcessKey) and len(found.chain) > 1:
+        waiter = found.chain[-2]
+        if isinstance(waiter, ProcessKey):
+            return waiter, end
+    return None
+
+
+def _roles(
+    fault: Fault, waiter: ProcessKey, peer: ProcessKey, row: Ev | None
+) -> tuple[ProcessKey, ProcessKey]:
+    """(server, client) of the link: the row's `MyRole`, else the smaller rank is the server."""
+    role = row.event.link_role if row is not None else None
+    if role == "server":
+        return waiter, peer
+    if role == "client":
+        return peer, waiter
+    ranks = (fault.place(waiter).rank, fault.place(peer).rank)
+    if ranks[0] is not None and ranks[1] is not None and ranks[1] < ranks[0]:
+        return peer, waiter
+    return waiter, peer
