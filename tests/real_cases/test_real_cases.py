@@ -30,7 +30,6 @@ EXPECTED = Path(__file__).parent / "expected"
 ABSENT = "../shared/real-logs/hccl is not present on this machine"
 
 NOT_DECIDED_YET: dict[str, str] = {
-    "ascend-pytorch-doc-hccl-timeout": "no incident from the heartbeat verdict of an EI0002 block",
     "gh-vllm-ascend-7384": "no incident from a torch_npu watchdog line (EI0013) on the screen",
 }
 """Case folder → why npuwatch does not reach its source's verdict yet. Such a case must fail

@@ -117,14 +117,17 @@ def _cqe(fault: Fault) -> Finding | None:
 
 def _cluster_exception(fault: Fault) -> Finding | None:
     named: Counter[Node] = Counter()
+    elsewhere: Counter[Node] = Counter()
     cause = ""
     for ev in fault.evs:
         if ev.cls != "cluster_exception":
             continue
         target = fault.target(ev)
-        if isinstance(target, ProcessKey):
-            named[target] += 1
+        if target is not None:
+            # a device this collection has no logs of is named too, after any that it has
+            (named if isinstance(target, ProcessKey) else elsewhere)[target] += 1
             cause = cause or (ev.event.exception_type or "")
+    named = named or elsewhere
     if not named:
         return None
     root = named.most_common(1)[0][0]

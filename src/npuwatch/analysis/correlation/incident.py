@@ -42,6 +42,8 @@ class Place(NamedTuple):
         parts: list[str] = []
         if self.host:
             parts.append(self.host)
+        elif self.address and self.device is not None:  # a server known only by its address
+            parts.append(self.address)
         if self.device is not None:
             parts.append(f"dev {self.device}")
         elif self.pid is not None:

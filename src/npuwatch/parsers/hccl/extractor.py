@@ -71,6 +71,9 @@ class CollectiveExtractor:
                 self._hccl(state, text, is_error, where, out)
             elif not is_error and mentions_network(text):  # HCCP's listen and connect lines
                 self._network(state, text, where, out)
+            elif is_error and record.logger is None and "Cluster Exception Location" in text:
+                # a framework's screen output (EI0002 …) quoting HCCL's heartbeat verdict
+                self._events.failure(state, text, where, out)
             if is_error:
                 events.first_error(state, where, out)
         last = records[-1]

@@ -222,6 +222,7 @@ def cluster_exception(text: str) -> Fields | None:
         "remote_device": device,
         "exception_type": _bracket_after(rest, "ExceptionType:"),
         "discoverer": _bracket_after(rest, "Discoverer:"),
+        "tag": field(text[:index], "tag"),  # a screen block quotes the task's tag before it
     }
 
 
