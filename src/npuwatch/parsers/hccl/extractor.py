@@ -164,7 +164,7 @@ class CollectiveExtractor:
             # (`Init failed … rootInfo identifier[..]`: an INFO line naming a communicator may
             # come from another file, read after this one, of another init)
             self._events.close_rootinfo(state, text, out)
-        if is_error or "Cluster Exception Location" in text:
+        if is_error or "Cluster Exception Location" in text or "] status[" in text:
             self._events.failure(state, text, where, out)
 
     def _environment(

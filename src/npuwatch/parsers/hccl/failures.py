@@ -43,6 +43,10 @@ _TASK_BASE = "Task run failed, base information is"
 _REMOTE_IP = re.compile(r"remote\s+(" + IP.pattern + ")")
 _LOCATION = re.compile(r"\]:\s*\[([^\]]*)\]")
 _AICPU_REMOTE = re.compile(r"remoteRank\s*[:=]\s*(\d+)")
+_HEARTBEAT = re.compile(
+    r"rank \[[^\]]*\]:\s*(?:crimer )?rank \[(?P<crimer>[^\]]*)\]\s*status\[(?P<status>[^\]]*)\]"
+    r"\s*by (?:informer )?rank \[(?P<informer>[^\]]*)\]"
+)
 _GROUP = re.compile(r"group\s*:\s*\[?([^\],\s]+)")
 _NUMBER = re.compile(r"\s*(\d+)")
 
@@ -210,7 +214,7 @@ def cluster_exception(text: str) -> Fields | None:
     """HCCL's own verdict (H3.4): `Cluster Exception Location[IP/ID]:[<server>/<device>]`."""
     index = text.find("Cluster Exception Location")
     if index < 0:
-        return None
+        return _heartbeat_abnormal(text)
     rest = text[index:]
     match = _LOCATION.search(rest)
     server, device = server_and_device(match[1] if match else None)
@@ -223,6 +227,26 @@ def cluster_exception(text: str) -> Fields | None:
         "exception_type": _bracket_after(rest, "ExceptionType:"),
         "discoverer": _bracket_after(rest, "Discoverer:"),
         "tag": field(text[:index], "tag"),  # a screen block quotes the task's tag before it
+    }
+
+
+def _heartbeat_abnormal(text: str) -> Fields | None:
+    """`[HeartbeatAbnormal]local rank [<uid>]: crimer rank [<uid>] status[LOST|STUCK|…] by
+    informer rank [<uid>]` (RUN), and the older `[HCCL_TRACE]rank [<uid>]: rank [<uid>]
+    status[LOST] by rank [<uid>]`: the heartbeat's verdict as it changes, uid =
+    `<serverId>/<devicePhyId>` (formats/hccl-init-and-link.md §1.3)."""
+    match = _HEARTBEAT.search(text)
+    if match is None:
+        return None
+    server, device = server_and_device(match["crimer"])
+    if server is None:
+        return None
+    return {
+        "kind": "cluster_exception",
+        "remote_server": address(server) or server,
+        "remote_device": device,
+        "exception_type": match["status"],
+        "discoverer": match["informer"],
     }
 
 

@@ -43,6 +43,7 @@ def may_matter(text: str) -> bool:
         or "HcclCommResume" in text
         or "connected rankinfo" in text
         or "Cluster Exception" in text
+        or "] status[" in text
         or "identifier[" in text
         or mentions_network(text)
     )
