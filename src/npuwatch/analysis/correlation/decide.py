@@ -126,7 +126,9 @@ def _cluster_exception(fault: Fault) -> Finding | None:
         if target is not None:
             # a device this collection has no logs of is named too, after any that it has
             (named if isinstance(target, ProcessKey) else elsewhere)[target] += 1
-            cause = cause or (ev.event.exception_type or "")
+            # the verdict's ExceptionType reads better than a status change (`LOST`)
+            if not cause or (ev.event.exception_type or "").endswith("Occurred"):
+                cause = ev.event.exception_type or cause
     named = named or elsewhere
     if not named:
         return None
@@ -292,7 +294,8 @@ def _summary(finding: Finding, roots: list[Place], victims: list[Place]) -> str:
     reason = finding.reason
     if len(roots) == 1:
         return f"{names} failed first: {reason}{waiting}"
-    for one, many in ((r"\bit\b(?=,)", "them"), (r"\bit\b", "they"), (r"\bits\b", "their")):
+    plural = ((r"\b(for|on|to) it\b", r"\1 them"), (r"\bit\b(?=,)", "them"), (r"\bit\b", "they"))
+    for one, many in (*plural, (r"\bits\b", "their")):
         reason = re.sub(one, many, reason)
     return f"{names} failed first together: {reason}{waiting}"
 

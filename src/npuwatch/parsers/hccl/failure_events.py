@@ -53,7 +53,9 @@ class FailureEvents:
         if block is not None and (
             "run failed" in text or "remote rank" in text or "report error_message" in text
         ):
-            _detail(block, failures.task_detail(text) or {}, where)
+            detail = failures.task_detail(text) or {}
+            _detail(block, detail, where)
+            _block_identity(state, block, detail, where, out)
             return
         stated = init_lines.stated_failure(text)
         if stated is not None:
@@ -227,6 +229,28 @@ def _event(state: ProcessState, kind: str, where: Where, tag: str | None) -> Col
         codes=tuple(record.error_codes),
         evidence=[where.evidence()],
     )
+
+
+def _block_identity(
+    state: ProcessState,
+    block: CollectiveEvent,
+    read: dict[str, Any],
+    where: Where,
+    out: list[Extracted],
+) -> None:
+    """A groupRank line gives the process's rank and the communicator's size: a process whose
+    init lines were not collected still counts as a member (CORRELATION.md §5.5), and the
+    ranks that never reported are found against the size."""
+    communicator = read.get("communicator")
+    if communicator is None:
+        return
+    # no time: a failure is no rendezvous, and must not move the end of init (clocks.py)
+    evidence = where.evidence()
+    rank, count = read.get("own_rank"), read.get("rank_count")
+    if rank is not None:
+        out.append(Fact(state.key, "rank", rank, None, communicator, evidence))
+    if count is not None:
+        out.append(Fact(state.key, "rank_count", count, None, communicator, evidence))
 
 
 def _filled(event: CollectiveEvent, read: dict[str, Any]) -> CollectiveEvent:
