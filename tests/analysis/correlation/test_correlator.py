@@ -25,6 +25,7 @@ def member(
     said: list[Extracted] = [
         Fact(key, "rank", rank, at, comm),
         Fact(key, "rank_count", count, at, comm),
+        Fact(key, "rendezvous", True, at, comm),
         Fact(key, "phy_device", rank % 4 if device is None else device, at),
     ]
     if ip is not None:
@@ -224,3 +225,42 @@ def test_a_host_whose_clock_is_an_hour_behind_is_corrected_before_ordering() -> 
 def test_no_collective_failure_gives_no_incident() -> None:
     items = [*job(), CollectiveEvent("error", ProcessKey("host-a", 100), T0, module="RUNTIME")]
     assert verdicts(items) == []
+
+
+def test_init_entry_lines_minutes_apart_are_no_clock_skew() -> None:
+    """Members reach the init entry up to HCCL_CONNECT_TIMEOUT apart (CORRELATION.md §5.8):
+    only lines printed after the exchange completed say how far a clock is off."""
+    items: list[Extracted] = []
+    for rank in range(8):
+        host = f"host-{'ab'[rank // 4]}"
+        key = ProcessKey(host, 100 + rank)
+        entry = T0 + (600 * S if host == "host-b" else 0)  # host-b started ten minutes later
+        items += [
+            Fact(key, "rank", rank, entry, "world"),
+            Fact(key, "rank_count", 8, entry, "world"),
+        ]
+        items.append(Fact(key, "rendezvous", True, T0 + 601 * S, "world"))
+    items += [
+        waits(f"host-{'ab'[r // 4]}", 100 + r, 5, T0 + 900 * S + r) for r in range(8) if r != 5
+    ]
+    (incident,) = verdicts(items)
+    assert not any("clock" in note for note in incident.notes)
+    assert roots(incident) == [("host-b", 5, True)]
+
+
+def test_a_clock_correction_never_splits_a_burst_tight_on_the_raw_clocks() -> None:
+    items: list[Extracted] = []
+    for rank in range(8):
+        host = f"host-{'ab'[rank // 4]}"
+        key = ProcessKey(host, 100 + rank)
+        # the rendezvous says host-b is an hour ahead, but its timeouts are stamped with the
+        # others' to the second: the correction would cut one burst into two faults
+        late = 3600 * S if host == "host-b" else 0
+        items += [Fact(key, "rank", rank, T0, "world"), Fact(key, "rank_count", 8, T0, "world")]
+        items.append(Fact(key, "rendezvous", True, T0 + late, "world"))
+    items += [
+        waits(f"host-{'ab'[r // 4]}", 100 + r, 5, T0 + 4000 * S + r) for r in range(8) if r != 5
+    ]
+    (incident,) = verdicts(items)
+    assert len(incident.victims) == 7
+    assert any("not corrected" in note for note in incident.notes)

@@ -3,9 +3,10 @@
 CANN stamps lines with the host's local time and no zone; FaultDiag orders hosts by comparing
 those strings (CORRELATION.md §3 item 6), so a host whose clock is an hour behind looks an hour
 "first". The end of a communicator's init is a rendezvous: every member finishes it within
-moments of the others. The latest init line of each member, per communicator, against the
-median of all members gives a host's offset; hosts whose offset is beyond the threshold are
-corrected, and the incident says so.
+moments of the others. The latest line each member printed after the root-info exchange
+completed (never an init entry, which members may reach minutes apart: CORRELATION.md §5.8),
+per communicator, against the median of all members gives a host's offset; hosts whose
+offset is beyond the threshold are corrected, and the incident says so.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ def host_offsets(views: dict[ProcessKey, ProcessView]) -> dict[str, int]:
     joined: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for key, view in views.items():
         for name, membership in view.memberships.items():
-            if name is not None and membership.settled_us is not None:
-                joined[name].append((key.host, membership.settled_us))
+            if name is not None and membership.rendezvous_us is not None:
+                joined[name].append((key.host, membership.rendezvous_us))
     deltas: dict[str, list[int]] = defaultdict(list)
     for members in joined.values():
         if len({host for host, _ in members}) < 2:

@@ -90,6 +90,13 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
     memberships = _bind_memberships(members)
     directory = Directory(members, memberships)
     offsets = host_offsets(members)
+    if offsets and _splits_a_burst(views, offsets):
+        notes.append(
+            "the clock offsets init suggests ("
+            + ", ".join(describe_offset(h, o).split(" (")[0] for h, o in sorted(offsets.items()))
+            + ") would split failures that are tight on the hosts' own clocks: not corrected"
+        )
+        offsets = {}
     for host, offset in sorted(offsets.items()):
         notes.append(describe_offset(host, offset))
     known = set(directory.communicators)
@@ -113,6 +120,30 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
         if view.resumed
     )
     return Prepared(members, directory, offsets, events, errors, notes, recovered)
+
+
+def _splits_a_burst(views: dict[ProcessKey, ProcessView], offsets: dict[str, int]) -> bool:
+    """Whether correcting the clocks would cut a burst of timeouts of one class that is tight
+    on the raw clocks of every host into pieces further apart than the class's timeout
+    (CORRELATION.md §5.8: a correction never splits such a burst; the conflict is said)."""
+    raw: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
+    for key, view in views.items():
+        for event in view.events:
+            cls = CLASS_OF.get(event.kind)
+            if cls in TIMEOUT_CLASSES and event.time_us is not None:
+                raw[(key.host, cls)].append((event.time_us, key.host))
+    by_class: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for (_, cls), times in raw.items():
+        by_class[cls].extend(times)
+    for cls, times in by_class.items():
+        if len({host for _, host in times}) < 2:
+            continue
+        limit = (DEFAULT_EXEC_TIMEOUT_S if cls == "notify" else DEFAULT_CONNECT_TIMEOUT_S) * 1e6
+        plain = [time for time, _ in times]
+        moved = [time - offsets.get(host, 0) for time, host in times]
+        if max(plain) - min(plain) <= limit < max(moved) - min(moved):
+            return True
+    return False
 
 
 def failures(prepared: Prepared) -> list[list[Ev]]:

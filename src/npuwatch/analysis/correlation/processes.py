@@ -37,7 +37,11 @@ class Membership:
     root: bool = False
     joined_us: int | None = None
     settled_us: int | None = None
-    """The latest init line: the end of init is a rendezvous of every member."""
+    """The latest init line of any kind."""
+    rendezvous_us: int | None = None
+    """The latest line printed after the root-info exchange completed (`hcclCommInitInfo`,
+    Key Info, `… success, take time`): a rendezvous of every member, unlike the init entry,
+    which members may reach HCCL_CONNECT_TIMEOUT apart (CORRELATION.md §5.8)."""
 
 
 @dataclass
@@ -81,6 +85,11 @@ class ProcessView:
                     membership.settled_us = time_us
                 if name == "root":
                     membership.root = True
+                elif name == "rendezvous":
+                    if time_us is not None and (
+                        membership.rendezvous_us is None or time_us > membership.rendezvous_us
+                    ):
+                        membership.rendezvous_us = time_us
                 elif isinstance(value, int) and not isinstance(value, bool):
                     self._set_rank(membership, name, value, communicator)
             elif isinstance(value, int) and not isinstance(value, bool) and value < 0:

@@ -201,6 +201,9 @@ class CollectiveExtractor:
                 state.pending_root = True
                 continue
             out.append(_fact(state, name, value, where, communicator))
+        rendezvous = next((c for n, _, c in said if n in COMMUNICATOR_FACTS and c), None)
+        if rendezvous is not None and _after_exchange(text):
+            out.append(_fact(state, "rendezvous", True, where, rendezvous))
 
     def _network(self, state: ProcessState, text: str, where: Where, out: list[Extracted]) -> None:
         for name, value, communicator in network_facts(text):
@@ -212,6 +215,16 @@ class CollectiveExtractor:
         if tls is not None:
             out.append(_fact(state, "tls", tls, where))
         self._events.device_failure(state, text, where, out)
+
+
+def _after_exchange(text: str) -> bool:
+    """Whether an init line is printed after the root-info exchange completed (a rendezvous
+    of every member), not at the init entry or agent setup (CORRELATION.md §5.8)."""
+    return (
+        "hcclCommInitInfo" in text
+        or "Key Info]" in text
+        or ("success" in text and "take time" in text and "GetRootInfo" not in text)
+    )
 
 
 def _fact(

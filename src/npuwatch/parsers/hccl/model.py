@@ -57,6 +57,7 @@ FactName = Literal[
     "rank",
     "rank_count",
     "root",
+    "rendezvous",
     "resumed",
     "heard",
     "events_dropped",
@@ -67,17 +68,18 @@ FactName = Literal[
     "connect",
 ]
 """Process facts (device ids, addresses, timeouts, TLS) and communicator facts (`rank`,
-`rank_count`, `root`: the process hosts the communicator's root rank). `resumed` (a recovery)
-starts a new life that keeps the identity of the one before; `hccl_env` is the time a variable
-of the `[HCCL_ENV]` block was printed (once per life: the second time is a restart). `host_nic`
-is the host interface HCCL chose; `link_ip` an address of this device as the source of a
-LINK_ERROR_INFO row (a device NIC or a vNIC: it names the device only where no other process
-uses it); `listen` (`ip:port`) and `connect` (a remote IP, with the
-socket tag as communicator) are the network steps of init and link setup. `heard` is
-the time of a record: how long the process kept writing. `events_dropped` counts failure
-events past the per-process cap (their count is kept, their details are not)."""
+`rank_count`, `root`: the process hosts the communicator's root rank; `rendezvous`: a line
+printed after the root-info exchange completed, the time clocks are compared at). `resumed`
+(a recovery) starts a new life that keeps the identity of the one before; `hccl_env` is the
+time a variable of the `[HCCL_ENV]` block was printed (once per life: the second time is a
+restart). `host_nic` is the host interface HCCL chose; `link_ip` an address of this device as
+the source of a LINK_ERROR_INFO row (a device NIC or a vNIC: it names the device only where no
+other process uses it); `listen` (`ip:port`) and `connect` (a remote IP, with the socket tag as
+communicator) are the network steps of init and link setup. `heard` is the time of a record:
+how long the process kept writing. `events_dropped` counts failure events past the per-process
+cap (their count is kept, their details are not)."""
 
-COMMUNICATOR_FACTS = frozenset({"rank", "rank_count", "root"})
+COMMUNICATOR_FACTS = frozenset({"rank", "rank_count", "root", "rendezvous"})
 IDENTITY_FACTS: tuple[FactName, ...] = (
     "process_name",
     "logic_device",
