@@ -264,3 +264,30 @@ def test_a_clock_correction_never_splits_a_burst_tight_on_the_raw_clocks() -> No
     (incident,) = verdicts(items)
     assert len(incident.victims) == 7
     assert any("not corrected" in note for note in incident.notes)
+
+
+def test_ranks_that_timed_out_under_a_setting_the_others_lack_are_the_root_cause() -> None:
+    items = job()
+    for rank in range(8):
+        value = "300" if rank in (6, 7) else "120"
+        key = ProcessKey(f"host-{'ab'[rank // 4]}", 100 + rank)
+        items.append(Fact(key, "setting", f"HCCL_CONNECT_TIMEOUT={value}", T0))
+    items += [waits(f"host-{'ab'[r // 4]}", 100 + r, 5, T0 + 100 * S + r) for r in range(8)]
+    (incident,) = verdicts(items)
+    assert incident.kind == "setting_mismatch"
+    assert incident.faultdiag_code is None
+    assert sorted(roots(incident)) == [("host-b", 6, True), ("host-b", 7, True)]
+    assert "HCCL_CONNECT_TIMEOUT" in incident.summary
+
+
+def test_a_setting_split_evenly_names_both_groups() -> None:
+    items = job(4)
+    for rank in range(4):
+        key = ProcessKey("host-a", 100 + rank)
+        items.append(
+            Fact(key, "setting", f"HCCL_ALGO=level0:{'ring' if rank < 2 else 'fullmesh'}", T0)
+        )
+    items += [waits("host-a", 100 + r, (r + 1) % 4, T0 + 100 * S + r) for r in range(4)]
+    (incident,) = verdicts(items)
+    assert incident.kind == "setting_mismatch"
+    assert len(incident.root_cause) == 4

@@ -40,6 +40,7 @@ def decide(prepared: Prepared, evs: list[Ev]) -> Incident:
         or _cluster_exception(fault)
         or _transport_chain(fault)
         or _first_error_not_timeout(fault)
+        or _setting_mismatch(fault)
         or timeout_finding(fault)
         or _aicpu(fault)
         or _weak_only(fault)
@@ -184,6 +185,40 @@ def _first_error_not_timeout(fault: Fault) -> Finding | None:
     module = errors[0].event.module or "another module"
     reason = f"its first error ({module}) came before every timeout"
     return Finding("first_error_not_timeout", roots, chain_to(fault, roots[0]), reason)
+
+
+def _setting_mismatch(fault: Fault) -> Finding | None:
+    """Ranks that timed out together under settings that differ (formats/hccl-init-and-link.md
+    §2.4): the processes in the minority for a setting are the root cause; an even split names
+    both groups. Only timeouts are explained so: an error before them is its own cause."""
+    if fault.first_timeout is None:
+        return None
+    views = fault.prepared.views
+    known = {key: views[key].settings() for key in sorted(involved(fault)) if key in views}
+    variables = sorted({variable for settings in known.values() for variable in settings})
+    for variable in variables:
+        groups: dict[str, list[ProcessKey]] = {}
+        for key, settings in known.items():
+            if variable in settings:
+                groups.setdefault(settings[variable], []).append(key)
+        if len(groups) < 2 or sum(len(keys) for keys in groups.values()) < 2:
+            continue
+        ordered = sorted(groups.items(), key=lambda item: (len(item[1]), item[0]))
+        smallest = len(ordered[0][1])
+        minority = [value for value, keys in ordered if len(keys) == smallest]
+        where = "it is in the minority"
+        if len(minority) == len(ordered):  # an even split: every group
+            minority = [value for value, _ in ordered]
+            where = "an even split, so both groups"
+        roots: list[Node] = [key for value in minority for key in groups[value]]
+        values = ", ".join(f"{value} on {len(groups[value])}" for value, _ in ordered)
+        return Finding(
+            "setting_mismatch",
+            roots,
+            [],
+            f"{variable} differs between the ranks ({values}): {where}",
+        )
+    return None
 
 
 def _aicpu(fault: Fault) -> Finding | None:

@@ -20,8 +20,9 @@ from npuwatch.parsers.hccl.model import (
     ProcessKey,
 )
 
-STEP_FACTS = frozenset({"listen", "connect"})
-"""Facts kept each time they are said (with time and socket tag), not only the latest."""
+STEP_FACTS = frozenset({"listen", "connect", "setting"})
+"""Facts kept each time they are said (with time and socket tag), not only the latest: the
+network steps, and every setting (one fact name for many variables)."""
 
 FactParts = tuple[str, str | int | float | bool, int | None, str | None]
 """A fact as a process's log keeps it: name, value, time and communicator (`Fact[1:5]`). Not
@@ -127,6 +128,15 @@ class ProcessView:
             self.first_us = time_us
         if self.last_us is None or time_us > self.last_us:
             self.last_us = time_us
+
+    def settings(self) -> dict[str, str]:
+        """The process's settings, variable → value (the latest value of each)."""
+        found: dict[str, str] = {}
+        for step, value, _, _ in self.steps:
+            if step == "setting":
+                variable, _, said = str(value).partition("=")
+                found[variable] = said
+        return found
 
     def step_times(self, name: str, ip: str | None) -> list[int]:
         """Times of the process's `listen` or `connect` steps (towards or on `ip` when given)."""

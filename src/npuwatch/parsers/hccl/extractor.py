@@ -20,6 +20,7 @@ from npuwatch.parsers.hccl.identity import (
     HCCL_ENV_VARIABLE,
     identity,
     mentions_identity,
+    setting,
     timeouts,
     tls_state,
 )
@@ -173,6 +174,9 @@ class CollectiveExtractor:
         match = HCCL_ENV_VARIABLE.search(text)
         if match is not None:
             out.append(_fact(state, "hccl_env", match[1], where))
+        said = setting(text)
+        if said is not None:
+            out.append(_fact(state, "setting", said, where))
         for name, value, _ in timeouts(text):
             out.append(_fact(state, name, value, where))
 

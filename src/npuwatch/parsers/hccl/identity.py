@@ -58,6 +58,27 @@ HCCL_ENV_VARIABLE = re.compile(r"\[HCCL_ENV\](?:\[\w+\])?\s*(?:environmental var
 incarnation means the process initialised HCCL again (formats/hccl.md H4)."""
 
 
+_SETTING = re.compile(
+    r"(HCCL_[A-Z0-9_]+)\s+(?:set by [\w ]+? to|is set to|is)\s*\[([^\]]*)\]"
+)
+"""`[HCCL_ENV] <VAR> set by default|environment [variable] to [<v>]`, `… is [<v>]`, `<VAR> is
+set to [<v>]` (formats/hccl.md H2; hccl-init-and-link.md §2.4)."""
+_SETTING_EXPECTED_TO_DIFFER = frozenset({"HCCL_IF_IP"})
+"""Settings that name the host itself, so differ between hosts by design."""
+
+
+def setting(text: str) -> str | None:
+    """`<VAR>=<value>` of a settings line, for comparing processes; None when not one."""
+    match = _SETTING.search(text)
+    if match is None or match[1] in _SETTING_EXPECTED_TO_DIFFER:
+        return None
+    value = match[2].strip()
+    number = seconds(value) if value[:1].isdigit() else None
+    if number is not None and value.replace(".", "", 1).isdigit():
+        value = f"{number:g}"  # `1836.00` (set by environment) is `1836` (set by default)
+    return f"{match[1]}={value}"
+
+
 def timeouts(text: str) -> list[Said]:
     said: list[Said] = []
     match = _ENV.search(text)

@@ -63,6 +63,7 @@ FactName = Literal[
     "events_dropped",
     "hccl_env",
     "host_nic",
+    "setting",
     "link_ip",
     "listen",
     "connect",
@@ -72,7 +73,8 @@ FactName = Literal[
 printed after the root-info exchange completed, the time clocks are compared at). `resumed`
 (a recovery) starts a new life that keeps the identity of the one before; `hccl_env` is the
 time a variable of the `[HCCL_ENV]` block was printed (once per life: the second time is a
-restart). `host_nic` is the host interface HCCL chose; `link_ip` an address of this device as
+restart); `setting` is `<VAR>=<value>` of a settings line, compared across processes.
+`host_nic` is the host interface HCCL chose; `link_ip` an address of this device as
 the source of a LINK_ERROR_INFO row (a device NIC or a vNIC: it names the device only where no
 other process uses it); `listen` (`ip:port`) and `connect` (a remote IP, with the socket tag as
 communicator) are the network steps of init and link setup. `heard` is the time of a record:
