@@ -291,3 +291,28 @@ def test_a_setting_split_evenly_names_both_groups() -> None:
     (incident,) = verdicts(items)
     assert incident.kind == "setting_mismatch"
     assert len(incident.root_cause) == 4
+
+
+def test_a_chain_that_waits_across_a_long_gap_is_one_fault() -> None:
+    """Rank 2 waited on rank 5 at once; the others waited on rank 2 an hour later: the chain
+    goes on across the gap, so it is one fault ending at rank 5 (CORRELATION.md §5.7)."""
+    items = job()
+    items.append(waits("host-a", 102, 5, T0 + 100 * S))
+    items += [
+        waits(f"host-{'ab'[r // 4]}", 100 + r, 2, T0 + 4000 * S + r)
+        for r in range(8)
+        if r not in (2, 5)
+    ]
+    (incident,) = verdicts(items)
+    assert roots(incident) == [("host-b", 5, True)]
+
+
+def test_a_failure_stamped_before_its_process_began_init_opens_no_fault_of_its_own() -> None:
+    items = job()
+    items.append(waits("host-a", 101, 5, T0 - 365 * 24 * 3600 * S))  # a year early: mis-stamped
+    items += [
+        waits(f"host-{'ab'[r // 4]}", 100 + r, 5, T0 + 100 * S + r) for r in range(8) if r != 5
+    ]
+    (incident,) = verdicts(items)
+    assert roots(incident) == [("host-b", 5, True)]
+    assert any("stamped before" in note for note in incident.notes)

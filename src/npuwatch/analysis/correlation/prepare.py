@@ -104,8 +104,17 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
     errors: dict[ProcessKey, Ev] = {}
     for key, view in views.items():
         owner = canonical.get(key, key)
+        started = _first_init_us(view)
         for event in view.events:
             time_us = None if event.time_us is None else event.time_us - offsets.get(key.host, 0)
+            if started is not None and event.time_us is not None and event.time_us < started:
+                # stamped before its own process began init: a mis-stamped line opens no fault
+                # and sets no time (CORRELATION.md §5.7)
+                time_us = None
+                notes.append(
+                    f"{key.describe()}: a failure line is stamped before the process's first "
+                    "init line; its time is not used"
+                )
             if event.kind == "error":
                 found = errors.get(owner)
                 if found is None or (time_us or 0) < (found.time_us or 0):
@@ -120,6 +129,11 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
         if view.resumed
     )
     return Prepared(members, directory, offsets, events, errors, notes, recovered)
+
+
+def _first_init_us(view: ProcessView) -> int | None:
+    times = [m.joined_us for m in view.memberships.values() if m.joined_us is not None]
+    return min(times) if times else None
 
 
 def _splits_a_burst(views: dict[ProcessKey, ProcessView], offsets: dict[str, int]) -> bool:
@@ -181,6 +195,8 @@ def failures(prepared: Prepared) -> list[list[Ev]]:
         for key in {ev.process for ev in run}:
             by_process[key].append(index)
         by_communicator[run[0].communicator].append(index)
+    for first, second in _waits_across_runs(prepared, runs):
+        parent[find(second)] = find(first)  # a wait across a gap is one fault (§5.7)
     for indexes in [*by_process.values(), *by_communicator.values()]:
         ordered = sorted(indexes, key=lambda index: spans[index][0])
         reach = spans[ordered[0]][1] + windows[ordered[0]]
@@ -192,6 +208,27 @@ def failures(prepared: Prepared) -> list[list[Ev]]:
     for index, run in enumerate(runs):
         groups[find(index)].extend(run)
     return [sorted(group, key=lambda e: (e.time_us or 0, e.process)) for group in groups.values()]
+
+
+def _waits_across_runs(prepared: Prepared, runs: list[list[Ev]]) -> list[tuple[int, int]]:
+    """Pairs of runs of one communicator and class where an event of one names, by rank, a
+    process that reported in the other: the chain goes on across the gap."""
+    reported: dict[tuple[str | None, str, ProcessKey], int] = {}
+    for index, run in enumerate(runs):
+        for ev in run:
+            reported.setdefault((ev.communicator, ev.cls, ev.process), index)
+    pairs: list[tuple[int, int]] = []
+    directory = prepared.directory
+    for index, run in enumerate(runs):
+        for ev in run:
+            rank = ev.event.remote_rank
+            if rank is None or ev.communicator is None:
+                continue
+            peer = directory.by_rank(ev.communicator, rank, None)
+            other = reported.get((ev.communicator, ev.cls, peer)) if peer is not None else None
+            if other is not None and other != index:
+                pairs.append((min(index, other), max(index, other)))
+    return pairs
 
 
 def window_us(prepared: Prepared, evs: list[Ev], cls: str) -> int:
