@@ -316,3 +316,39 @@ def test_a_failure_stamped_before_its_process_began_init_opens_no_fault_of_its_o
     (incident,) = verdicts(items)
     assert roots(incident) == [("host-b", 5, True)]
     assert any("stamped before" in note for note in incident.notes)
+
+
+def test_a_rank_that_called_an_allreduce_with_another_count_is_the_root_cause() -> None:
+    items = job()
+    for rank in range(8):
+        detail = "count 4096, float16" if rank == 3 else "count 1024, float16"
+        items.append(
+            waits(
+                f"host-{'ab'[rank // 4]}",
+                100 + rank,
+                (rank + 1) % 8,
+                T0 + 100 * S + rank,
+                op_index=7,
+                detail=detail,
+            )
+        )
+    (incident,) = verdicts(items)
+    assert incident.kind == "exec_param_mismatch"
+    assert roots(incident) == [("host-a", 3, True)]
+
+
+def test_an_alltoallv_whose_counts_differ_by_design_is_no_parameter_mismatch() -> None:
+    items = job()
+    for rank in range(8):
+        event = waits(
+            f"host-{'ab'[rank // 4]}",
+            100 + rank,
+            (rank + 1) % 8,
+            T0 + 100 * S + rank,
+            op_index=7,
+            detail=f"count {1024 * (rank + 1)}, float16",
+        )
+        event.tag = "AlltoAllV_world"
+        items.append(event)
+    (incident,) = verdicts(items)
+    assert incident.kind != "exec_param_mismatch"

@@ -258,6 +258,12 @@ _KINDS: tuple[Kind, ...] = (
         "hccn_tool -i N -link -g on both",
     ),
     Kind(
+        "exec_param_mismatch", None, 0.75,
+        "ranks timed out in the same collective called with different parameters (count or "
+        "data type)",
+        "the call of the collective on the ranks named: the same count and dtype on every rank",
+    ),
+    Kind(
         "weak_timeout_unlocated", None, 0.2,
         "only socket receive timeouts, which name no peer: nobody can be named from them",
         "the processes' other errors; collect the logs of every rank of the communicator",

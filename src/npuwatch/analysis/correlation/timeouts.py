@@ -115,6 +115,17 @@ def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
             f"it reported {spread:,.0f} s after the first, more than the "
             f"{limit:,.0f} s HCCL_EXEC_TIMEOUT its processes logged: it arrived late",
         )
+    params = _parameters(bucket)
+    if len(params) > 1:
+        rarest = min(params, key=lambda found: (len(params[found]), found))
+        usual = max(params, key=lambda found: (len(params[found]), found))
+        return Finding(
+            "exec_param_mismatch",
+            list(params[rarest]),
+            [],
+            f"it ran the collective with {rarest} while {len(params[usual])} others ran "
+            f"it with {usual}",
+        )
     indexes = {ev.process: ev.event.op_index for ev in bucket if ev.event.op_index is not None}
     if len(set(indexes.values())) > 1:
         smallest = min(indexes.values())
@@ -142,6 +153,27 @@ def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
             f"{op_of(usual)}: the call order diverged",
         )
     return _notify_walk(fault, graph, bucket)
+
+
+_SAME_COUNT_OPS = frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"})
+"""Collectives whose every rank passes the same count and data type (an AllToAllV or a
+send/receive pair may differ by design)."""
+
+
+def _parameters(bucket: list[Ev]) -> dict[str, list[ProcessKey]]:
+    """The ranks by the parameters they called one collective with: the same tag and op
+    index everywhere, of an op whose parameters must agree."""
+    ops = {(ev.event.tag, ev.event.op_index) for ev in bucket if ev.event.detail}
+    if len(ops) != 1:
+        return {}
+    tag, _ = next(iter(ops))
+    if not tag or op_of(tag).lower() not in _SAME_COUNT_OPS:
+        return {}
+    params: dict[str, list[ProcessKey]] = {}
+    for ev in bucket:
+        if ev.event.detail and ev.process not in params.get(ev.event.detail, []):
+            params.setdefault(ev.event.detail, []).append(ev.process)
+    return params
 
 
 def _notify_walk(fault: Fault, graph: WaitGraph, bucket: list[Ev]) -> Finding:

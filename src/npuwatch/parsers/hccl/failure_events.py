@@ -29,7 +29,7 @@ _SINGLE_LINE_READERS = (
     failures.cqe,
     failures.cluster_exception,
 )
-_DETAILS = ("remote_rank", "remote_local", "communicator", "op_index", "timeout_s")
+_DETAILS = ("remote_rank", "remote_local", "communicator", "op_index", "timeout_s", "detail")
 
 
 class FailureEvents:

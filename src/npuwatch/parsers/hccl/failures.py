@@ -105,6 +105,10 @@ def task_detail(text: str) -> Fields | None:
         index = number(text, "index")
         if index is not None:
             read["op_index"] = index
+    if "opData information is" in text:
+        count, data_type = field(text, "count"), field(text, "dataType")
+        if count is not None or data_type is not None:  # the op's parameters, to compare ranks
+            read["detail"] = f"count {count or '?'}, {data_type or '?'}"
     if "tag[" in text and "opData" not in text:
         tag = field(text, "tag")
         if tag:

@@ -167,7 +167,8 @@ class CollectiveEvent:
     stated: str | None = None
     """For `init_failure`: the kind of fault HCCL's line states (correlation/kinds.py)."""
     detail: str | None = None
-    """For `init_failure`: what the line names (the variable, the port)."""
+    """For `init_failure`: what the line names (the variable, the port); for a task block: the
+    op's parameters (`count 256, float32`), compared across ranks."""
     count: int = 1
     """Lines that said the same (the same peer, tag and op) within minutes: kept once, counted."""
     last_us: int | None = None
