@@ -181,7 +181,9 @@ class CollectiveExtractor:
             out.append(_fact(state, name, value, where))
 
     def _identity(self, state: ProcessState, text: str, where: Where, out: list[Extracted]) -> None:
-        for name, value, _ in timeouts(text) if "timeOut[" in text else []:
+        for name, value, _ in (
+            timeouts(text) if "timeOut[" in text or "_TIMEOUT set by" in text else []
+        ):
             out.append(_fact(state, name, value, where))
         said = identity(text)
         if "[Communicator Key Info]" in text:

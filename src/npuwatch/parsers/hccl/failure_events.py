@@ -48,6 +48,7 @@ class FailureEvents:
             if open_block is not None:
                 self._emit(state, open_block, out)
             state.blocks[tid] = _event(state, base["kind"], where, tag=base["tag"])
+            state.blocks[tid].op_index = base["op_index"]
             return
         block = state.blocks.get(tid)
         if block is not None and (

@@ -63,7 +63,13 @@ def task_base(text: str) -> Fields | None:
     kind = "notify" if task_type is None or "Notify" in task_type else "ffts"
     if task_type is None and "[Timeout]" not in text:
         kind = "ffts"
-    return {"kind": kind, "tag": field(text, "tag"), "task_type": task_type}
+    # the op index can sit on the base line when no opData line follows (CORRELATION.md §5.2)
+    return {
+        "kind": kind,
+        "tag": field(text, "tag"),
+        "task_type": task_type,
+        "op_index": number(text, "index"),
+    }
 
 
 def task_detail(text: str) -> Fields | None:

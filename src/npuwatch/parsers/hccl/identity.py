@@ -33,18 +33,24 @@ def mentions_identity(text: str) -> bool:
         or "RootInfoDetect" in text
         or "Env config" in text
         or "timeOut[" in text
+        or "_TIMEOUT set by" in text
     )
 
 
 _ENV = re.compile(
-    r"(HCCL_CONNECT_TIMEOUT|HCCL_EXEC_TIMEOUT|HCCL_RDMA_TIMEOUT|HCCL_RDMA_RETRY_CNT)"
-    r"(?: set by [\w ]+? to \[([^\]]*)\]| is set(?:, timeOut| to default value)?\s*\[([^\]]*)\])"
+    r"(HCCL_CONNECT_TIMEOUT|HCCL_EXEC_TIMEOUT|HCCL_RDMA_TIMEOUT|HCCL_RDMA_RETRY_CNT|ExecTimeOut)"
+    r"(?: set by [\w ]+? to \[([^\]]*)\]| is set(?:, timeOut| to default value| to timeOut)?"
+    r"\s*\[([^\]]*)\])"
 )
+"""Timeouts in every wording seen (CORRELATION.md §5.3): `[HCCL_ENV] <VAR> set by environment
+to [N]s` and the same without the tag, `environmental variable <VAR> is set, timeOut[N]`,
+`ExecTimeOut is set to timeOut[N]` (EVENT); values may carry decimals (`[1836.00]`)."""
 _ENV_NAMES = {
     "HCCL_CONNECT_TIMEOUT": "connect_timeout_s",
     "HCCL_EXEC_TIMEOUT": "exec_timeout_s",
     "HCCL_RDMA_TIMEOUT": "rdma_timeout",
     "HCCL_RDMA_RETRY_CNT": "rdma_retry_count",
+    "ExecTimeOut": "exec_timeout_s",
 }
 _ENV_CONFIG = (
     ("linkTimeOut", "connect_timeout_s"),
@@ -58,9 +64,7 @@ HCCL_ENV_VARIABLE = re.compile(r"\[HCCL_ENV\](?:\[\w+\])?\s*(?:environmental var
 incarnation means the process initialised HCCL again (formats/hccl.md H4)."""
 
 
-_SETTING = re.compile(
-    r"(HCCL_[A-Z0-9_]+)\s+(?:set by [\w ]+? to|is set to|is)\s*\[([^\]]*)\]"
-)
+_SETTING = re.compile(r"(HCCL_[A-Z0-9_]+)\s+(?:set by [\w ]+? to|is set to|is)\s*\[([^\]]*)\]")
 """`[HCCL_ENV] <VAR> set by default|environment [variable] to [<v>]`, `… is [<v>]`, `<VAR> is
 set to [<v>]` (formats/hccl.md H2; hccl-init-and-link.md §2.4)."""
 _SETTING_EXPECTED_TO_DIFFER = frozenset({"HCCL_IF_IP"})
