@@ -205,11 +205,15 @@ class Directory:
         self.by_host_vnic: dict[tuple[str, str], ProcessKey] = {}
         self.host_of_ip: dict[str, str] = {}
         self.by_link_ip: dict[str, ProcessKey | None] = {}
-        """Addresses processes gave as their own in LINK_ERROR_INFO rows; None where two
-        processes gave one (a vNIC address repeats on every host)."""
+        """Addresses processes gave as their own (LINK_ERROR_INFO rows' sources, listens); None
+        where two processes gave one (a vNIC address repeats on every host)."""
         self.problems: list[str] = []
+        self._own_hosts: dict[str, set[str]] = {}
         for key in sorted(views, key=lambda k: (views[k].first_us or 0, k)):
             self._add(views[key], memberships.get(key, {}))
+        for address, hosts in self._own_hosts.items():
+            if len(hosts) == 1:  # a vNIC address every host has names no host
+                self.host_of_ip.setdefault(address, next(iter(hosts)))
 
     def _add(self, view: ProcessView, memberships: dict[str, Membership]) -> None:
         key = view.key
@@ -246,10 +250,16 @@ class Directory:
             self._claim(self.by_server_device, (server, device), key, "server and device")
         if device is not None and memberships:
             self._claim(self.by_host_device, (key.host, device), key, "host and device")
-        link_ip = view.get_str("link_ip")
-        if link_ip is not None:
-            other = self.by_link_ip.get(link_ip, key)
-            self.by_link_ip[link_ip] = key if other is not None and _same_pid(other, key) else None
+        own = {view.get_str("link_ip")} | {
+            str(value).rsplit(":", 1)[0] for step, value, _, _ in view.steps if step == "listen"
+        }
+        for address in own - {None}:
+            # an address a process logged as its own (a row's source, a listen): it names the
+            # process where no other process logged it, and its host in any case (§5.14)
+            assert address is not None
+            other = self.by_link_ip.get(address, key)
+            self.by_link_ip[address] = key if other is not None and _same_pid(other, key) else None
+            self._own_hosts.setdefault(address, set()).add(key.host)
         vnic = view.get_str("vnic_ip")
         if vnic is not None:
             self.by_host_vnic[(key.host, vnic)] = key
