@@ -1,0 +1,148 @@
+"""Every collection under fixtures/init-link gives the verdict its expected.json states.
+
+The collections are written by fixtures/make_init_link_trees.py, one per decision path of
+communicator init, link setup, the execution refinements and the cluster's settings
+(formats/hccl-init-and-link.md §2), the identity rule and the lessons of CORRELATION.md §5. Each
+folder's EXPECTED.md says what a correct engine concludes and why; its expected.json holds the
+same verdict in the format of tests/real_cases/expected/ (kind or kind_any_of, communicator,
+root cause as a set of places matched on the keys given, waiting chain in order), written from
+the design and never from npuwatch's output. The first incident of a scan is the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npuwatch.analysis.correlation.kinds import KINDS
+from npuwatch.analysis.scan_tree import scan_tree
+from tests.conftest import FIXTURES, utc_clock
+from tests.real_cases.test_real_cases import FIELDS, differences, summary
+
+COLLECTIONS = FIXTURES / "init-link"
+SCRIPT = FIXTURES / "make_init_link_trees.py"
+CASES = sorted(path.name for path in COLLECTIONS.iterdir() if path.is_dir())
+
+NOT_DECIDED_YET: dict[str, str] = {
+    "exec-heartbeat-lost": "exec_timeout_missing_rank (rank 6): the crimer/informer heartbeat "
+    "lines (status[LOST]) are not read, so HCCL's own heartbeat verdict does not set the kind",
+    "exec-param-mismatch": "notify_deadlock without a root cause: the ring of waits is a cycle, "
+    "and the count differing between the opData lines is not compared",
+    "identity-mixed-pids": "rank 5 is named under the header pid of its lines, not the pid of "
+    "its file, which never appears in its headers",
+    "init-no-connect": "init_rank_not_connected: ranks whose run log holds their init entry but "
+    "no HCCP step are not asked whether they sent a connect",
+    "init-rank-not-called": "init_never_connected (rank 7, no logs): host-b device 3's process "
+    "logged, but no ERROR, so it is not taken as the rank that never called init",
+    "init-root-exited": "init_root_unreachable (rank 0): without a root-side timeout line the "
+    "init engine does not run, so the root's last line is not compared with the connects",
+    "lesson-clock-skew": "exec_timeout_spread (the last reporter): host-c's 500 s skew from "
+    "init is applied to a burst tight on the raw clocks, spreading it beyond HCCL_EXEC_TIMEOUT",
+    "lesson-long-gap-chain": "two incidents, the first naming rank 3: the 900 s gap cuts the "
+    "chain rank 0 -> rank 3 -> rank 6 into two faults",
+    "lesson-misstamped": "a second incident (link_setup_wait, rank 3) opened by rank 2's p2p "
+    "line stamped 01:51, before its process's first init line",
+    "link-client-exited": "transport_init_chain (rank 6): the Transport init errors that follow "
+    "LINK_ERROR_INFO are decided before the link-setup rules",
+    "link-client-late": "transport_init_chain, cycle of ranks 3 and 7: Transport init errors "
+    "decided before the link-setup rules; the client's late connect is not looked at",
+    "link-network": "transport_init_chain, cycle of ranks 4 and 0 (the right ends, not the "
+    "link-setup kind): Transport init errors decided before the link-setup rules",
+    "link-old-table-mutual": "transport_init_chain, cycle of ranks 2 and 6: Transport init "
+    "errors decided first; the rows of the older table (no port columns) are not read",
+    "link-server-exited": "transport_init_chain (rank 1): Transport init errors decided before "
+    "the link-setup rules",
+    "link-server-not-listening": "transport_init_chain, cycle of ranks 5 and 1: Transport init "
+    "errors decided before the link-setup rules; the missing listen is not looked at",
+    "setting-mismatch": "transport_init_chain ending at a host-b rank: settings that differ "
+    "between processes (HCCL_CONNECT_TIMEOUT on host-b) are not compared",
+    "tls-mismatch": "transport_init_chain, a cycle of a host-b and a host-c rank: Transport "
+    "init errors are decided before the devices' TLS states",
+}
+"""Case folder → what npuwatch gives instead of the expected verdict, today. Such a case must
+fail (strict xfail): one that starts passing is taken out of this dict."""
+
+ONE_INCIDENT = {
+    "link-old-table-mutual": "a mutual wait is one incident (CORRELATION.md §5.12)",
+    "lesson-long-gap-chain": "a waiting chain over a long gap is one fault (§5.7)",
+    "lesson-misstamped": "a record stamped before its process's init opens no incident (§5.7)",
+    "lesson-clock-skew": "a skew correction never splits a burst tight on the raw clocks (§5.8)",
+}
+"""Cases whose EXPECTED.md says the scan gives exactly one incident."""
+
+
+@cache
+def incidents_of(case: str) -> list[dict[str, Any]]:
+    return [incident.to_dict() for incident in scan_tree(COLLECTIONS / case, utc_clock()).incidents]
+
+
+def expected_of(case: str) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads((COLLECTIONS / case / "expected.json").read_text("utf-8"))
+    return found
+
+
+def with_marks(case: str) -> Any:
+    if case in NOT_DECIDED_YET:
+        return pytest.param(
+            case, marks=pytest.mark.xfail(strict=True, reason=NOT_DECIDED_YET[case])
+        )
+    return case
+
+
+@pytest.mark.parametrize("case", [with_marks(case) for case in CASES])
+def test_the_first_incident_is_the_expected_verdict(case: str) -> None:
+    expected = expected_of(case)
+    incidents = incidents_of(case)
+    wrong = differences(expected, incidents[0]) if incidents else ["no incident"]
+    if case in ONE_INCIDENT and len(incidents) != 1:
+        wrong.append(f"{len(incidents)} incidents, not one: {ONE_INCIDENT[case]}")
+    shown = {k: v for k, v in expected.items() if k not in ("statement", "reasoning")}
+    actual = summary(incidents[0]) if incidents else "no incident"
+    assert not wrong, (
+        f"{'; '.join(wrong)}\nexpected: {json.dumps(shown, ensure_ascii=False, indent=1)}"
+        f"\nincidents[0]: {actual}"
+    )
+
+
+def test_every_expected_verdict_is_well_formed() -> None:
+    wrong = []
+    for case in CASES:
+        expected = expected_of(case)
+        kinds = expected.get("kind_any_of") or [expected.get("kind")]
+        if (
+            set(expected) - FIELDS
+            or not expected.get("statement")
+            or not expected.get("root_cause")
+        ):
+            wrong.append(f"{case}: fields {sorted(expected)}")
+        if ("kind" in expected) == ("kind_any_of" in expected) or not set(kinds) <= set(KINDS):
+            wrong.append(f"{case}: kinds {kinds} (one of kind, kind_any_of; known kinds)")
+        if not (COLLECTIONS / case / "EXPECTED.md").is_file():
+            wrong.append(f"{case}: no EXPECTED.md")
+    wrong += [f"NOT_DECIDED_YET: no case {case}" for case in NOT_DECIDED_YET if case not in CASES]
+    wrong += [f"ONE_INCIDENT: no case {case}" for case in ONE_INCIDENT if case not in CASES]
+    assert wrong == []
+
+
+def test_the_script_rewrites_the_committed_collections_identically(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, str(SCRIPT), "--output", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    written = {path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file()}
+    committed = {path.relative_to(COLLECTIONS) for path in COLLECTIONS.rglob("*") if path.is_file()}
+    assert sorted(map(str, written ^ committed)) == []
+    differing = [
+        str(path)
+        for path in sorted(written)
+        if (tmp_path / path).read_bytes() != (COLLECTIONS / path).read_bytes()
+    ]
+    assert differing == []
