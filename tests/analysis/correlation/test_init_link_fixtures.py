@@ -30,40 +30,15 @@ SCRIPT = FIXTURES / "make_init_link_trees.py"
 CASES = sorted(path.name for path in COLLECTIONS.iterdir() if path.is_dir())
 
 NOT_DECIDED_YET: dict[str, str] = {
-    "exec-heartbeat-lost": "exec_timeout_missing_rank (rank 6): the crimer/informer heartbeat "
-    "lines (status[LOST]) are not read, so HCCL's own heartbeat verdict does not set the kind",
-    "exec-param-mismatch": "notify_deadlock without a root cause: the ring of waits is a cycle, "
-    "and the count differing between the opData lines is not compared",
-    "identity-mixed-pids": "rank 5 is named under the header pid of its lines, not the pid of "
-    "its file, which never appears in its headers",
-    "init-no-connect": "init_rank_not_connected: ranks whose run log holds their init entry but "
-    "no HCCP step are not asked whether they sent a connect",
-    "init-rank-not-called": "init_never_connected (rank 7, no logs): host-b device 3's process "
-    "logged, but no ERROR, so it is not taken as the rank that never called init",
-    "init-root-exited": "init_root_unreachable (rank 0): without a root-side timeout line the "
-    "init engine does not run, so the root's last line is not compared with the connects",
-    "lesson-clock-skew": "exec_timeout_spread (the last reporter): host-c's 500 s skew from "
-    "init is applied to a burst tight on the raw clocks, spreading it beyond HCCL_EXEC_TIMEOUT",
-    "lesson-long-gap-chain": "two incidents, the first naming rank 3: the 900 s gap cuts the "
-    "chain rank 0 -> rank 3 -> rank 6 into two faults",
-    "lesson-misstamped": "a second incident (link_setup_wait, rank 3) opened by rank 2's p2p "
-    "line stamped 01:51, before its process's first init line",
-    "link-client-exited": "transport_init_chain (rank 6): the Transport init errors that follow "
-    "LINK_ERROR_INFO are decided before the link-setup rules",
-    "link-client-late": "transport_init_chain, cycle of ranks 3 and 7: Transport init errors "
-    "decided before the link-setup rules; the client's late connect is not looked at",
-    "link-network": "transport_init_chain, cycle of ranks 4 and 0 (the right ends, not the "
-    "link-setup kind): Transport init errors decided before the link-setup rules",
-    "link-old-table-mutual": "transport_init_chain, cycle of ranks 2 and 6: Transport init "
-    "errors decided first; the rows of the older table (no port columns) are not read",
-    "link-server-exited": "transport_init_chain (rank 1): Transport init errors decided before "
-    "the link-setup rules",
-    "link-server-not-listening": "transport_init_chain, cycle of ranks 5 and 1: Transport init "
-    "errors decided before the link-setup rules; the missing listen is not looked at",
-    "setting-mismatch": "transport_init_chain ending at a host-b rank: settings that differ "
-    "between processes (HCCL_CONNECT_TIMEOUT on host-b) are not compared",
-    "tls-mismatch": "transport_init_chain, a cycle of a host-b and a host-c rank: Transport "
-    "init errors are decided before the devices' TLS states",
+    "identity-mixed-pids": "rank 5 is named under the header pid of its lines, not the pid of its file, which never appears in its headers",
+    "init-rank-not-called": "init_never_connected (rank 7, no logs): host-b device 3's process logged, but no ERROR, so it is not taken as the rank that never called init",
+    "init-root-exited": "init_root_unreachable (rank 0): without a root-side timeout line the init engine does not run, so the root's last line is not compared with the connects",
+    "lesson-clock-skew": "exec_timeout_spread (the last reporter): host-c's 500 s skew from init is applied to a burst tight on the raw clocks, spreading it beyond HCCL_EXEC_TIMEOUT",
+    "lesson-misstamped": "a second incident (link_setup_wait, rank 3) opened by rank 2's p2p line stamped 01:51, before its process's first init line",
+    "link-client-exited": "transport_init_chain (rank 6): the Transport init errors that follow LINK_ERROR_INFO are decided before the link-setup rules",
+    "link-client-late": "transport_init_chain, cycle of ranks 3 and 7: Transport init errors decided before the link-setup rules; the client's late connect is not looked at",
+    "link-server-exited": "transport_init_chain (rank 1): Transport init errors decided before the link-setup rules",
+    "link-server-not-listening": "transport_init_chain, cycle of ranks 5 and 1: Transport init errors decided before the link-setup rules; the missing listen is not looked at",
 }
 """Case folder → what npuwatch gives instead of the expected verdict, today. Such a case must
 fail (strict xfail): one that starts passing is taken out of this dict."""

@@ -140,7 +140,9 @@ def _cluster_exception(fault: Fault) -> Finding | None:
 
 def _transport_chain(fault: Fault) -> Finding | None:
     evs = [ev for ev in fault.evs if ev.cls == "transport_init"]
-    if not evs:
+    if not evs or any(ev.cls == "socket" for ev in fault.evs):
+        # `Transport init error` follows the LINK_ERROR_INFO table of the same failure: the
+        # table's rows say more (roles, both ends), so link setup decides
         return None
     graph = fault.graph(evs)
     if not graph.edges:
