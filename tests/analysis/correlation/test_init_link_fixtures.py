@@ -30,10 +30,7 @@ SCRIPT = FIXTURES / "make_init_link_trees.py"
 CASES = sorted(path.name for path in COLLECTIONS.iterdir() if path.is_dir())
 
 NOT_DECIDED_YET: dict[str, str] = {
-    "identity-mixed-pids": "rank 5 is named under the header pid of its lines, not the pid of its file, which never appears in its headers",
-    "init-rank-not-called": "init_never_connected (rank 7, no logs): host-b device 3's process logged, but no ERROR, so it is not taken as the rank that never called init",
     "init-root-exited": "init_root_unreachable (rank 0): without a root-side timeout line the init engine does not run, so the root's last line is not compared with the connects",
-    "lesson-clock-skew": "exec_timeout_spread (the last reporter): host-c's 500 s skew from init is applied to a burst tight on the raw clocks, spreading it beyond HCCL_EXEC_TIMEOUT",
     "lesson-misstamped": "a second incident (link_setup_wait, rank 3) opened by rank 2's p2p line stamped 01:51, before its process's first init line",
     "link-client-exited": "transport_init_chain (rank 6): the Transport init errors that follow LINK_ERROR_INFO are decided before the link-setup rules",
     "link-client-late": "transport_init_chain, cycle of ranks 3 and 7: Transport init errors decided before the link-setup rules; the client's late connect is not looked at",

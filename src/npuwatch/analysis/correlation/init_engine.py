@@ -143,7 +143,7 @@ def _never_called(
     strangers = [
         key
         for key, view in fault.prepared.views.items()
-        if key.host in hosts and not view.memberships and key not in reporting and view.events
+        if key.host in hosts and not view.memberships and key not in reporting
     ]
     if not strangers:
         roots: list[Node] = [fault.missing_place(communicator, rank) for rank in absent]

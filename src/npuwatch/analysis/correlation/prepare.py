@@ -152,7 +152,10 @@ def _splits_a_burst(views: dict[ProcessKey, ProcessView], offsets: dict[str, int
     for cls, times in by_class.items():
         if len({host for _, host in times}) < 2:
             continue
-        limit = (DEFAULT_EXEC_TIMEOUT_S if cls == "notify" else DEFAULT_CONNECT_TIMEOUT_S) * 1e6
+        name = "exec_timeout_s" if cls == "notify" else "connect_timeout_s"
+        logged = [view.get_float(name) for view in views.values()]
+        default = DEFAULT_EXEC_TIMEOUT_S if cls == "notify" else DEFAULT_CONNECT_TIMEOUT_S
+        limit = max((value for value in logged if value is not None), default=default) * 1e6
         plain = [time for time, _ in times]
         moved = [time - offsets.get(host, 0) for time, host in times]
         if max(plain) - min(plain) <= limit < max(moved) - min(moved):

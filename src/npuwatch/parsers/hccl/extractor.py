@@ -44,7 +44,8 @@ class CollectiveExtractor:
         self._events = FailureEvents(events_per_process)
         self._processes: dict[tuple[str, int], ProcessState] = {}
         self._separate: dict[str, set[int]] = {}
-        """Per file, the header pids that stated an identity of their own in it."""
+        """Per file, its owner once seen in its headers, and the header pids that stated an
+        identity of their own in it after that."""
 
     def feed(self, records: Sequence[Record], first_line: int | None = None) -> list[Extracted]:
         """Facts and the events completed by these consecutive records of one stream;
@@ -111,19 +112,25 @@ class CollectiveExtractor:
     def _owner(self, record: Record) -> int | None:
         """The process a record belongs to (CORRELATION.md §5.4). A device log is its file's
         process. In a plog, a line whose header pid is not the file's belongs to the file's
-        owner (a forked child, a relayed line, an older CANN that mixed pids in one file),
-        unless that pid states an identity of its own in the file (an Entry- or Key Info
-        line): from then on it is a process of its own."""
+        owner (a forked child, a relayed line, an older CANN that mixed pids in one file); a
+        file whose owner never wrote in it belongs wholly to its owner. Where the owner did
+        write, another pid that states an identity of its own (an Entry- or Key Info line) is
+        a process of its own from then on."""
         source = record.source
         pid = record.pid
         if source is None or source.pid is None:
             return pid
-        if source.kind in _DEVICE_KINDS or pid is None or pid == source.pid:
+        if source.kind in _DEVICE_KINDS or pid is None:
             return source.pid
+        if pid == source.pid:
+            # the owner's own header: from here on, another pid that states an identity of
+            # its own in this file is a process of its own
+            self._separate.setdefault(source.path or "", set()).add(pid)
+            return pid
         separate = self._separate.setdefault(source.path or "", set())
         if pid in separate:
             return pid
-        if mentions_identity(record.text):
+        if mentions_identity(record.text) and source.pid in separate:
             separate.add(pid)
             return pid
         return source.pid
