@@ -32,9 +32,6 @@ CASES = sorted(path.name for path in COLLECTIONS.iterdir() if path.is_dir())
 NOT_DECIDED_YET: dict[str, str] = {
     "init-root-exited": "init_root_unreachable (rank 0): without a root-side timeout line the init engine does not run, so the root's last line is not compared with the connects",
     "lesson-misstamped": "a second incident (link_setup_wait, rank 3) opened by rank 2's p2p line stamped 01:51, before its process's first init line",
-    "link-client-exited": "transport_init_chain (rank 6): the Transport init errors that follow LINK_ERROR_INFO are decided before the link-setup rules",
-    "link-client-late": "transport_init_chain, cycle of ranks 3 and 7: Transport init errors decided before the link-setup rules; the client's late connect is not looked at",
-    "link-server-exited": "transport_init_chain (rank 1): Transport init errors decided before the link-setup rules",
     "link-server-not-listening": "transport_init_chain, cycle of ranks 5 and 1: Transport init errors decided before the link-setup rules; the missing listen is not looked at",
 }
 """Case folder → what npuwatch gives instead of the expected verdict, today. Such a case must

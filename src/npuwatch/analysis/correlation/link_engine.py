@@ -23,13 +23,12 @@ from npuwatch.parsers.hccl.model import ProcessKey
 
 
 def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
-    """The verdict on the link the chain ends at, when both its ends reported: a chain that
-    ends at a rank that never reported stays FaultDiag's (108, that rank)."""
+    """The verdict on the link the chain ends at. An end that never reported and whose logs
+    end before the other gave up is the one that exited (or hung); one that still logged
+    stays FaultDiag's verdict (108, that end). When both ends reported, the rules asked are
+    the ones of the side that reported first (the row's view, as mscommreport's)."""
     pair = _link(found)
     if pair is None:
-        return None
-    reported = {ev.process for ev in bucket}
-    if not (pair[0] in reported and pair[1] in reported):
         return None
     waiter, peer = pair
     row = next(
@@ -38,20 +37,22 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
     server, client = _roles(fault, waiter, peer, row)
     views = fault.prepared.views
     vs, vc = views.get(server), views.get(client)
-    if vs is None or vc is None or not (vs.steps or vc.steps):
+    if vs is None or vc is None:
         return None
     chain: list[Node] = list(found.chain)
-    both: list[Node] = [server, client]
-    label_s, label_c = fault.place(server).label(), fault.place(client).label()
-    server_ip = vs.get_str("device_ip")
+    first = _first_reports(bucket)
     timeout_us = int(fault.prepared.timeout_s(waiter, "socket") * 1e6)
-    errors = [ev.time_us for ev in bucket if ev.process == server and ev.time_us is not None]
-    t_err = min(errors) if errors else None
-    connects = vc.step_times("connect", server_ip)
+    if peer not in first:
+        return _silent_end(fault, peer, waiter, server, first.get(waiter), timeout_us, chain)
+    label_s, label_c = fault.place(server).label(), fault.place(client).label()
+    server_first = (first.get(server) or 0) <= (first.get(client) or 0)
+    t_err = first.get(server) if server_first else first.get(client)
+    connects = vc.step_times("connect", vs.get_str("device_ip"))
     # a step is missing only where the collection records that kind of step at all
-    listens_logged = any(view.step_times("listen", None) for view in _views(fault, bucket))
-    connects_logged = any(view.step_times("connect", None) for view in _views(fault, bucket))
-    if listens_logged and vs.steps and not vs.step_times("listen", None):
+    logged = _views(fault, bucket)
+    listens_logged = any(view.step_times("listen", None) for view in logged)
+    connects_logged = any(view.step_times("connect", None) for view in logged)
+    if not server_first and listens_logged and vs.steps and not vs.step_times("listen", None):
         return Finding(
             "link_server_not_listening",
             [server],
@@ -59,21 +60,13 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
             f"it is the server of the link to {label_c} and never listened for it",
         )
     if connects_logged and vc.steps and not connects:
-        if vc.last_us is not None and t_err is not None and vc.last_us < t_err - timeout_us:
-            return Finding(
-                "link_client_exited",
-                [client],
-                chain,
-                f"it is the client of the link to {label_s}; it stopped logging before the "
-                "server gave up, without connecting",
-            )
         return Finding(
             "link_client_not_connected",
             [client],
             chain,
             f"it is the client of the link to {label_s} and never connected",
         )
-    if connects and vs.last_us is not None and vs.last_us < min(connects):
+    if not server_first and connects and vs.last_us is not None and vs.last_us < min(connects):
         return Finding(
             "link_server_exited",
             [server],
@@ -81,7 +74,7 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
             f"it is the server of the link to {label_c} and stopped logging before the client "
             "connected",
         )
-    if connects and t_err is not None and all(t > t_err for t in connects):
+    if server_first and connects and t_err is not None and all(t > t_err for t in connects):
         return Finding(
             "link_client_late",
             [client],
@@ -92,17 +85,53 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
     tls = (vs.values.get("tls"), vc.values.get("tls"))
     if all(isinstance(state, bool) for state in tls) and tls[0] != tls[1]:
         return Finding(
-            "tls_mismatch", both, chain, "TLS is on at one end of the link and off at the other"
+            "tls_mismatch",
+            [server, client],
+            chain,
+            "TLS is on at one end of the link and off at the other",
         )
     if vs.step_times("listen", None) and connects:
         return Finding(
             "link_network",
-            both,
+            [server, client],
             chain,
             "they are the two ends of the link: the server listened and the client connected "
             "in time, and they never met",
         )
     return None
+
+
+def _silent_end(
+    fault: Fault,
+    silent: ProcessKey,
+    waiter: ProcessKey,
+    server: ProcessKey,
+    waited_until: int | None,
+    timeout_us: int,
+    chain: list[Node],
+) -> Finding | None:
+    """The end of the link that reported nothing: exited (or hung) when its logs end before
+    the other end had waited its whole timeout."""
+    view = fault.prepared.views.get(silent)
+    if view is None or view.last_us is None or waited_until is None:
+        return None
+    if view.last_us >= waited_until - timeout_us:
+        return None
+    role = "server" if silent == server else "client"
+    return Finding(
+        f"link_{role}_exited",
+        [silent],
+        chain,
+        f"it is the {role} of the link to {fault.place(waiter).label()}, and its logs end "
+        "before the other end began waiting for it: its process exited (or hung)",
+    )
+
+
+def _first_reports(bucket: list[Ev]) -> dict[ProcessKey, int | None]:
+    found: dict[ProcessKey, int | None] = {}
+    for ev in bucket:
+        found.setdefault(ev.process, ev.time_us)
+    return found
 
 
 def _views(fault: Fault, bucket: list[Ev]) -> list[ProcessView]:
