@@ -29,11 +29,7 @@ COLLECTIONS = FIXTURES / "init-link"
 SCRIPT = FIXTURES / "make_init_link_trees.py"
 CASES = sorted(path.name for path in COLLECTIONS.iterdir() if path.is_dir())
 
-NOT_DECIDED_YET: dict[str, str] = {
-    "init-root-exited": "init_root_unreachable (rank 0): without a root-side timeout line the init engine does not run, so the root's last line is not compared with the connects",
-    "lesson-misstamped": "a second incident (link_setup_wait, rank 3) opened by rank 2's p2p line stamped 01:51, before its process's first init line",
-    "link-server-not-listening": "transport_init_chain, cycle of ranks 5 and 1: Transport init errors decided before the link-setup rules; the missing listen is not looked at",
-}
+NOT_DECIDED_YET: dict[str, str] = {}
 """Case folder → what npuwatch gives instead of the expected verdict, today. Such a case must
 fail (strict xfail): one that starts passing is taken out of this dict."""
 

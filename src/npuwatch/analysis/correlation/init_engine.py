@@ -122,6 +122,33 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
     )
 
 
+def root_exited(fault: Fault, root: ProcessKey, bucket: list[Ev]) -> Finding | None:
+    """A root that printed no timeout of its own, whose logs end before the ranks sent their
+    requests: it exited during init (rule 30 without the root's side of the timeout, which an
+    exited root never prints)."""
+    if any(ev.process == root and ev.event.root_side for ev in bucket):
+        return None
+    view = fault.prepared.views.get(root)
+    if view is None or view.last_us is None:
+        return None
+    root_ip, _ = root_endpoint(bucket[0].communicator)
+    reporters = {ev.process for ev in bucket if ev.process != root}
+    connects = [
+        time
+        for key in reporters
+        if key in fault.prepared.views
+        for time in fault.prepared.views[key].step_times("connect", root_ip)
+    ]
+    if not any(time > view.last_us for time in connects):
+        return None  # (a root silent with no request logged after it: FaultDiag's 118)
+    return Finding(
+        "init_root_exited",
+        [root],
+        [],
+        "it holds the root, and its logs end before the ranks' requests came: it exited",
+    )
+
+
 def root_endpoint(communicator: str | None) -> tuple[str | None, str | None]:
     """The root's host IP and port from a root-info identifier `<ip>%<if>_<port>_<n>_<µs>`."""
     if not communicator or "%" not in communicator:

@@ -47,12 +47,17 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
     label_s, label_c = fault.place(server).label(), fault.place(client).label()
     server_first = (first.get(server) or 0) <= (first.get(client) or 0)
     t_err = first.get(server) if server_first else first.get(client)
-    connects = vc.step_times("connect", vs.get_str("device_ip"))
+    # the server's address as the client knows it: the row's destination when the client
+    # wrote the row, else the server's device IP
+    server_ip = row.event.remote_ip if row is not None and waiter == client else None
+    server_ip = server_ip or vs.get_str("device_ip")
+    connects = vc.step_times("connect", server_ip)
     # a step is missing only where the collection records that kind of step at all
     logged = _views(fault, bucket)
     listens_logged = any(view.step_times("listen", None) for view in logged)
     connects_logged = any(view.step_times("connect", None) for view in logged)
-    if not server_first and listens_logged and vs.steps and not vs.step_times("listen", None):
+    listened = vs.step_times("listen", server_ip)
+    if not server_first and listens_logged and vs.steps and not listened:
         return Finding(
             "link_server_not_listening",
             [server],
@@ -90,7 +95,7 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
             chain,
             "TLS is on at one end of the link and off at the other",
         )
-    if vs.step_times("listen", None) and connects:
+    if listened and connects:
         return Finding(
             "link_network",
             [server, client],

@@ -73,9 +73,6 @@ class Prepared:
     notes: list[str]
     recovered: frozenset[ProcessKey]
     """Lives followed by a recovery (the next life of the pid began with one)."""
-    misstamped: list[Ev]
-    """Events stamped before their process began init: they join a fault of their process,
-    and open none."""
 
     def timeout_s(self, key: ProcessKey, cls: str) -> float:
         view = self.views.get(key)
@@ -104,7 +101,6 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
         notes.append(describe_offset(host, offset))
     known = set(directory.communicators)
     events: list[Ev] = []
-    stray: list[Ev] = []
     errors: dict[ProcessKey, Ev] = {}
     for key, view in views.items():
         owner = canonical.get(key, key)
@@ -134,15 +130,15 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
                     errors[owner] = Ev(event, owner, None, time_us, "error")
                 continue
             communicator = _communicator_of(event, memberships.get(owner, {}), known)
-            ev = Ev(event, owner, communicator, time_us, CLASS_OF[event.kind])
-            (stray if misstamped else events).append(ev)
+            if not misstamped:  # (a mis-stamped line is said in the notes, and decides nothing)
+                events.append(Ev(event, owner, communicator, time_us, CLASS_OF[event.kind]))
     events.sort(key=lambda e: (e.time_us is None, e.time_us or 0, e.process))
     recovered = frozenset(
         ProcessKey(key.host, key.pid, key.incarnation - 1)
         for key, view in members.items()
         if view.resumed
     )
-    return Prepared(members, directory, offsets, events, errors, notes, recovered, stray)
+    return Prepared(members, directory, offsets, events, errors, notes, recovered)
 
 
 def _first_init_us(view: ProcessView) -> int | None:
@@ -224,12 +220,7 @@ def failures(prepared: Prepared) -> list[list[Ev]]:
     groups: dict[int, list[Ev]] = defaultdict(list)
     for index, run in enumerate(runs):
         groups[find(index)].extend(run)
-    for ev in prepared.misstamped:
-        home = next(
-            (index for index, run in enumerate(runs) for e in run if e.process == ev.process), None
-        )
-        if home is not None:
-            groups[find(home)].append(ev)
+
     return [sorted(group, key=lambda e: (e.time_us or 0, e.process)) for group in groups.values()]
 
 

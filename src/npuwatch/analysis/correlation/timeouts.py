@@ -19,7 +19,11 @@ from npuwatch.analysis.correlation.fault import (
 )
 from npuwatch.analysis.correlation.graph import Node, WaitGraph, chain_start, reverse_chain, walk
 from npuwatch.analysis.correlation.incident import Place
-from npuwatch.analysis.correlation.init_engine import root_endpoint, unconnected_finding
+from npuwatch.analysis.correlation.init_engine import (
+    root_endpoint,
+    root_exited,
+    unconnected_finding,
+)
 from npuwatch.analysis.correlation.link_engine import link_finding
 from npuwatch.analysis.correlation.prepare import LINK_SETUP_EXTRA_S, Ev
 from npuwatch.parsers.hccl.model import ProcessKey
@@ -235,6 +239,9 @@ def _rootinfo(fault: Fault, bucket: list[Ev]) -> Finding:
             return Finding(
                 "init_never_connected", roots, [], "it never connected to the root and left no logs"
             )
+    exited = root_exited(fault, root, bucket) if root is not None else None
+    if exited is not None:
+        return exited
     if root is not None and root not in reported:
         return Finding(
             "init_root_unreachable",
