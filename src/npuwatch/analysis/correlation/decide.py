@@ -320,7 +320,9 @@ def _incident(fault: Fault, finding: Finding) -> Incident:
 
 
 def _summary(finding: Finding, roots: list[Place], victims: list[Place]) -> str:
-    waiting = f"; {len(victims)} rank{'s' if len(victims) != 1 else ''} were only waiting"
+    waiting = f"; {len(victims)} ranks were only waiting"
+    if len(victims) == 1:
+        waiting = "; 1 rank was only waiting"
     if not victims:
         waiting = ""
     if not roots:
