@@ -35,6 +35,7 @@ from npuwatch.vocabulary import ERROR_LEVELS
 DEFAULT_EVENTS_PER_PROCESS = 64
 """Distinct failure events kept per process; more are counted, not kept."""
 _DEVICE_KINDS = frozenset({"device", "device-app"})
+_FILES_REMEMBERED = 4096
 
 
 class CollectiveExtractor:
@@ -109,6 +110,17 @@ class CollectiveExtractor:
 
     # -- per record ---------------------------------------------------------------------------
 
+    def _file_pids(self, path: str | None) -> set[int]:
+        """The pids seen in a file's headers that own lines there; the oldest files are
+        forgotten past a bound (an agent runs for months while plogs roll over)."""
+        key = path or ""
+        found = self._separate.get(key)
+        if found is None:
+            if len(self._separate) >= _FILES_REMEMBERED:
+                del self._separate[next(iter(self._separate))]
+            found = self._separate[key] = set()
+        return found
+
     def _owner(self, record: Record) -> int | None:
         """The process a record belongs to (CORRELATION.md §5.4). A device log is its file's
         process. In a plog, a line whose header pid is not the file's belongs to the file's
@@ -125,9 +137,9 @@ class CollectiveExtractor:
         if pid == source.pid:
             # the owner's own header: from here on, another pid that states an identity of
             # its own in this file is a process of its own
-            self._separate.setdefault(source.path or "", set()).add(pid)
+            self._file_pids(source.path).add(pid)
             return pid
-        separate = self._separate.setdefault(source.path or "", set())
+        separate = self._file_pids(source.path)
         if pid in separate:
             return pid
         if mentions_identity(record.text) and source.pid in separate:
