@@ -222,6 +222,12 @@ class Record:
         """Set every body field that is not set yet: parse the body, or take the defaults."""
         values = self.__dict__
         body = values.pop("body", None)
+        if body is not None:
+            # `text` stays what it was before the body was split: readers that look for a
+            # line's tags (`[Get][Connection]`) must not see a different line after another
+            # reader asked for `message`
+            continuation = values.get("continuation")
+            values["_text"] = body if continuation is None else body + "\n" + continuation
         if body is not None and self.body_parser is not None:
             self.body_parser(self, body)
         for name in _BODY_FIELDS:
@@ -243,6 +249,9 @@ class Record:
     @property
     def text(self) -> str:
         """Everything after the header, with continuation lines: where codes are searched."""
+        kept: str | None = self.__dict__.get("_text")
+        if kept is not None:
+            return kept
         body: str | None = self.__dict__.get("body")
         head = body if body is not None else self.message
         continuation: str | None = self.__dict__.get("continuation")

@@ -191,6 +191,8 @@ def plan_collective(
     return CollectivePlan(
         CollectiveSettings(
             heartbeat_interval_s=collective.heartbeat_interval,
-            quiet_close_s=sources.idle_flush,
+            # a file's last record is held back idle_flush before it is read: the blocks of a
+            # quiet process close only after that record has surely arrived
+            quiet_close_s=2 * sources.idle_flush + 1.0,
         )
     )

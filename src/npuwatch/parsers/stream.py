@@ -250,6 +250,9 @@ class StreamParser:
                 record.continuation = continuation
             else:
                 record.message = record.message + "\n" + continuation
+                kept = record.__dict__.get("_text")
+                if kept is not None:  # `text` as it was before the body was split, continued
+                    record.__dict__["_text"] = kept + "\n" + continuation
             record.line_count = len(extra) + 1
             self._extra = []
             self._extra_bytes = 0

@@ -200,9 +200,8 @@ class CollectiveExtractor:
             out.append(_fact(state, name, value, where))
 
     def _identity(self, state: ProcessState, text: str, where: Where, out: list[Extracted]) -> None:
-        for name, value, _ in (
-            timeouts(text) if "timeOut[" in text or "_TIMEOUT set by" in text else []
-        ):
+        older = ("timeOut[" in text or "_TIMEOUT set by" in text) and "[HCCL_ENV]" not in text
+        for name, value, _ in timeouts(text) if older else []:  # ([HCCL_ENV]: _environment)
             out.append(_fact(state, name, value, where))
         said = identity(text)
         if "[Communicator Key Info]" in text:

@@ -203,7 +203,9 @@ def event_document(event: CollectiveEvent) -> dict[str, Any]:
     collective: dict[str, Any] = {"kind": event.kind, "time_us": event.time_us}
     for name in _EVENT_FIELDS:
         value = getattr(event, name)
-        if name not in collective and value not in (None, False, (), []):
+        # (0 is a value: rank 0, op index 0, device 0; `0 in (False,)` is true in Python)
+        empty = isinstance(value, tuple | list) and not value
+        if name not in collective and value is not None and value is not False and not empty:
             collective[name] = list(value) if isinstance(value, tuple) else value
     first = event.evidence[0].text if event.evidence else ""
     return {
