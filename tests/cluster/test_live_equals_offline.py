@@ -29,33 +29,7 @@ pytestmark = pytest.mark.integration
 REAL_CASES = REAL_LOGS / "hccl"
 SOURCES = (FIXTURES / "collective", FIXTURES / "init-link")
 
-_ZERO_DROPPED = (
-    "an event document leaves out fields equal to 0 (shipped.event_document skips values `in "
-    "(None, False, (), [])`, and 0 == False): "
-)
-_TEXT_SHORTENED = (
-    "the agent's rules run before its collective watch and derive the records' body fields, "
-    "after which Record.text is the message without its `[file:line] [tid][Module][Tag]` "
-    "prefix (scan's extractor runs before the rules and sees it): "
-)
-NOT_EQUAL_YET: dict[str, str] = {
-    "collective/notify-deadlock": _ZERO_DROPPED
-    + "the notify waits on remote rank 0 reach the correlator without their peer, so the cycle "
-    "0->1->2->0 is lost: live exec_timeout_unlocated (111), root host-a rank 2, chain 1->2, "
-    "7 victims; scan notify_deadlock (124), no root, chain 0->1->2->0, 8 victims",
-    "hccl/msc-10-tls-config": _TEXT_SHORTENED
-    + "the `[Verify][TlsConsistency]` line is not read as HCCL's stated init failure: live no "
-    "incident; scan tls_mismatch (120), root log1 rank 0",
-    "hccl/msc-12-client-recv-timeout": _TEXT_SHORTENED
-    + "the `[Get][Connection] tag[..]` line after the root-info timeout is not read, the event "
-    "has no communicator: live init_root_unreachable (118), no root; scan init_never_connected "
-    "(121), root rank 7 (no logs)",
-    "hccl/msc-15-nic-init-fail": _TEXT_SHORTENED
-    + "the `[Get][Connection] tag[..]` line after the root's timeout is not read, the event has "
-    "no communicator: live init_never_connected (121) in 10.20.6.27%bond1_30000_0_.., root 1022 "
-    "ranks without logs, victim log1 rank 211; scan init_rank_not_connected (no code) in "
-    "10.20.0.111%bond1_30003_3_.., root log1 rank 0 (pid 514), no victim",
-}
+NOT_EQUAL_YET: dict[str, str] = {}
 """Collection → how its live incidents differ from scan's (a finding for the engine). Such a
 collection must fail (strict xfail): one that starts passing is taken out of this dict."""
 
