@@ -66,3 +66,16 @@ def test_a_time_past_the_year_9999_makes_a_document_without_a_time_not_an_error(
     document = record.to_document()
     assert "@timestamp" not in document
     assert document["event"]["original"] == "a line"
+
+
+def test_a_records_text_is_the_same_before_and_after_its_message_is_read() -> None:
+    """The collective watch reads `text` after the rules have read `message`: the line's tags
+    (`[Get][Connection]`) must still be there, continuation lines included."""
+    line = (
+        "[ERROR] HCCL(51,python):2025-09-04-01:20:11.205.229 [topoinfo_exchange_server.cc:115] "
+        "[57044][Get][Connection] tag[10.0.0.1%eth0_60000_0_1]"
+    )
+    untouched, touched = parse_one(line), parse_one(line)
+    assert touched.message.startswith("tag[")  # the body is split into its fields
+    assert touched.text == untouched.text
+    assert "[Get][Connection] tag[" in touched.text

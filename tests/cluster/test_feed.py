@@ -159,3 +159,14 @@ def test_a_process_a_recent_heartbeat_lists_is_kept_and_a_silent_agent_is_forgot
         ProcessFacts("host-a", 2, None).id,
         heartbeat_document_id("host-a"),
     }
+
+
+def test_an_event_naming_rank_0_keeps_its_peer_through_the_search_engine() -> None:
+    from npuwatch.parsers.hccl.model import CollectiveEvent, ProcessKey
+    from npuwatch.parsers.hccl.shipped import event_document, event_from_document
+
+    event = CollectiveEvent(
+        "notify", ProcessKey("host-a", 7), 1_000, remote_rank=0, op_index=0, remote_device=0
+    )
+    again = event_from_document(event_document(event))
+    assert (again.remote_rank, again.op_index, again.remote_device) == (0, 0, 0)
