@@ -207,6 +207,13 @@ class Job:
     def dp_size(self, npu: int) -> int:
         return self.processes // NPUS + (npu < self.processes % NPUS)
 
+    def init_end(self, start_us: int) -> int:
+        """The end of init, a rendezvous of every member: 4 s after the processes started
+        (`start_us`), or later on a job so large that the last host joins after that (each
+        host starts 3 ms after the one before it and joins 1.2 s after its start): every
+        file stays in time order."""
+        return start_us + max(INIT_END_US - START_US, self.hosts * 3_000 + 1_300_000)
+
     @property
     def strays(self) -> tuple[int, ...]:
         """The ranks of the init scenario that never reach the root: spread over the job,
@@ -300,7 +307,8 @@ def _exec_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str
         f"identifier[{world}], server[{ip}%eth0], serverPort[60000]deviceType[4], "
         f"logicDevId[{npu}], phydevId[{npu}], deviceIp[{device_ip(host, npu)}]",
     )
-    settled = INIT_END_US + rank  # the end of init is a rendezvous of all members
+    init_end = job.init_end(START_US)
+    settled = init_end + rank  # the end of init is a rendezvous of all members
     for name, own, count, at in (
         (world, rank, size, settled),
         (tp, npu % TP_SIZE, TP_SIZE, settled + 200_000),
@@ -316,8 +324,8 @@ def _exec_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str
         )
 
     # one time-of-day prefix a step: its 4 lines fall in the same millisecond
-    gap = (FAILURE_US - INIT_END_US - 2_000_000) // max(1, job.steps) // 1000 * 1000
-    now = INIT_END_US + 1_000_000
+    gap = (FAILURE_US - init_end - 2_000_000) // max(1, job.steps) // 1000 * 1000
+    now = init_end + 1_000_000
     ge = f"[INFO] GE({pid},{PNAME}):{DATE}-"
     runtime = f"[INFO] RUNTIME({pid},{PNAME}):{DATE}-"
     entry = f"[INFO] HCCL({pid},{PNAME}):{DATE}-"
@@ -515,9 +523,9 @@ def _init_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str
     w.add = failure.append
     t_err = ROOT_LISTEN_US + CONNECT_TIMEOUT_S * 1_000_000
     if rank == 0:
-        _root_timeout(job, w, t_err)
-        _no_rank_table(w, t_err + 2_000)
-        _init_failed(w, job, host, npu, t_err + 2_100)
+        last = _root_timeout(job, w, t_err)
+        _no_rank_table(w, last + 2_000)
+        _init_failed(w, job, host, npu, last + 2_100)
     elif stray:
         at = connect + CONNECT_TIMEOUT_S * 1_000_000
         root = f"{host_ip(0)}:{ROOT_PORT}"
@@ -545,9 +553,10 @@ def _init_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str
     return f"plog-{pid}_20251103090000{npu:03d}.log", lines, failure
 
 
-def _root_timeout(job: Job, w: _Writer, at: int) -> None:
+def _root_timeout(job: Job, w: _Writer, at: int) -> int:
     """R6: the root's side of the timeout, the communicator, and the ranks that did connect
-    (8 sixteen-digit agent ids a line), as HCCL prints them (formats/hccl.md H3.3)."""
+    (8 sixteen-digit agent ids a line), as HCCL prints them (formats/hccl.md H3.3). Returns the
+    time of its last line."""
     tid = w.pid + 17
     strays = set(job.strays)
     connected = [rank for rank in range(job.processes) if rank not in strays]
@@ -592,6 +601,7 @@ def _root_timeout(job: Job, w: _Writer, at: int) -> None:
         f"[TopoInfoExchangeServer]failed to connect rankList:[{missing}]",
         tid,
     )
+    return at + 80 + len(rows)
 
 
 def _link_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str]]:
@@ -610,7 +620,7 @@ def _link_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str
     connect = _init_start(job, host, npu, w, ip, "eth0")
     w.hccl("INFO", connect + 700, "topoinfo_exchange_agent.cc:24",
            "[TryRecvFromServer]recvMes TopoExchangeCheckMessage")  # fmt: skip
-    settled = INIT_CALL_US + 4_000_000 + rank
+    settled = job.init_end(INIT_CALL_US) + rank
     tp = f"group_name_tp{host * 2 + npu // TP_SIZE}"
     dp = f"group_name_dp{npu}"
     for name, own, count, at in (
@@ -636,11 +646,11 @@ def _link_parts(job: Job, host: int, npu: int) -> tuple[str, list[str], list[str
            "recvBuf[0x12e7bf560000], count[1048576], dataType[float16], op[sum], "
            f"localRank[{rank}], streamId[5], comm[0x331c9c00], deviceLogicId[{npu}], "
            "capture status[0], model id[0].", pid + 3)  # fmt: skip
+    w.hccp(start + 850, "ra_host.c:820", "RaSocketListenStart(LINE) : Input parameters: [0]th, "
+           f"phyId[{npu}], localIp[{own_ip}], port[{DEVICE_PORT}]")  # fmt: skip
     w.hccl("INFO", start + 900, "network_manager.cc:831",
            f"[Start][Nic]Listen on ip[{own_ip}], port[{DEVICE_PORT}] success, devPhyId[{npu}], "
            f"devLogicId[{npu}], isAutoPort[0]")  # fmt: skip
-    w.hccp(start + 850, "ra_host.c:820", "RaSocketListenStart(LINE) : Input parameters: [0]th, "
-           f"phyId[{npu}], localIp[{own_ip}], port[{DEVICE_PORT}]")  # fmt: skip
     if client:
         w.hccp(start + 2_000, "ra_host.c:703", "RaSocketBatchConnect(LINE) : Input parameters: "
                f"[0]th, phyId[{npu}], localIp[{own_ip}], remoteIp[{peer_ip}], "
