@@ -37,7 +37,7 @@ plog per NPU, in host folders, in one of three scenarios (`--scenarios`):
         completed failed` and a LINK_ERROR_INFO table whose row names the rank it waited on:
         the hung rank for the ranks of its host and of its NPU index, else the rank of the same
         NPU index on its host, which waits on it. Healthy traffic: start-up lines. Planted
-        verdict: link_setup_wait (or engine B's server-side kinds, once there), host 7 NPU 3.
+        verdict: link_setup_wait (or engine B's kinds that name it, once there), host 7 NPU 3.
 
 Healthy traffic comes at a base amount (48 lines a process) and ten times more (`--traffic`).
 Each tree is written once, then measured in a fresh process that reads the files one by one,
@@ -1207,7 +1207,8 @@ def measure(job: Job, traffic: str, scratch: Path, engine: str, quick: bool = Fa
         f"(2) parse + extract           {lines / total_s:>10,.0f} lines/s  ({total_s:.2f} s CPU): "
         f"{figures.ratio:.2f}× parsing alone per line (target ≤ {TARGET_RATIO}×); "
         f"CollectiveExtractor.feed {1e6 * extract_s / lines:.2f} µs a line = "
-        f"{100 * extract_s / parse_s:.0f}% of parsing alone (target ≤ {100 * TARGET_SHARE:.0f}%); "
+        f"{100 * extract_s / parse_s:.0f}% of parsing alone (earlier target "
+        f"≤ {100 * TARGET_SHARE:.0f}%); "
         f"by difference {1e6 * (total_s - parse_s) / lines:.2f} µs = "
         f"{100 * (total_s - parse_s) / parse_s:.0f}%"
     )
@@ -1314,8 +1315,6 @@ def summary(figures: list[Figures]) -> None:
         name = f"{found.scenario}, {found.processes:,} processes, {found.traffic}"
         if found.ratio > TARGET_RATIO:
             missed.append(f"extraction ≤ {TARGET_RATIO}× parsing ({name}: {found.ratio:.2f}×)")
-        if found.share > TARGET_SHARE:
-            missed.append(f"extractor ≤ {100 * TARGET_SHARE:.0f}% ({name})")
         if found.processes >= 16_000 and found.verdict_s > TARGET_VERDICT_S:
             missed.append(f"verdict ≤ {TARGET_VERDICT_S:.0f} s ({name}: {found.verdict_s:.2f} s)")
         if found.processes >= 16_000 and found.rss_mb > TARGET_RSS_MB:
