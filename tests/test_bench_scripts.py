@@ -29,6 +29,25 @@ def test_the_benchmark_imports_and_answers_help(script: Path) -> None:
     assert "usage:" in result.stdout
 
 
+def test_the_root_cause_benchmark_finds_each_planted_verdict() -> None:
+    """bench/correlate_bench.py --quick: the execution, communicator-init and link-setup
+    failures at 256 processes, each verdict checked against the planted one (the script says
+    MISMATCH and exits 1 if not); its timings are printed, never asserted."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "correlate_bench.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "MISMATCH" not in result.stdout
+    for scenario in ("exec", "init", "link"):
+        assert f"\n== {scenario}: " in result.stdout
+    assert "× parsing alone per line" in result.stdout
+
+
 def test_there_are_benchmarks_to_check() -> None:
     assert len(SCRIPTS) >= 9
 
