@@ -36,7 +36,8 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
         return None
     root = roots_side[0].process
     with_logs, _ = fault.members(communicator)
-    unconnected = [rank for rank in range(count) if rank not in (connected or ())]
+    reached = set(connected or ())
+    unconnected = [rank for rank in range(count) if rank not in reached]
     if not unconnected:
         return None
     present = {rank: with_logs[rank] for rank in unconnected if rank in with_logs}
@@ -74,7 +75,12 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
                 [],
                 f"it never listened on {root_ip}:{root_port} while the ranks tried to join",
             )
-    logged = {rank: key for rank, key in present.items() if views[key].steps}
+    # a missing connect is said only where the collection logs connects at all (HCCP's run
+    # lines); a rank whose init entry is there has its run log there
+    connects_logged = any(
+        views[key].step_times("connect", None) for key in with_logs.values() if key in views
+    )
+    logged = {rank: key for rank, key in present.items() if views[key].steps or connects_logged}
     silent = [key for key in logged.values() if not views[key].step_times("connect", root_ip)]
     if silent:
         return Finding(

@@ -93,12 +93,14 @@ class FailureEvents:
     def connected(self, state: ProcessState, ranks: tuple[int, ...], where: Where) -> None:
         """The root's list of the ranks that did connect: part of its root-info event."""
         event = state.rootinfo or _open_rootinfo(state, {"root_side": True}, where)
-        event.connected_ranks = (event.connected_ranks or ()) + ranks
+        state.connected.extend(ranks)  # (a tuple grown line by line is quadratic: 2,000 lines)
+        event.connected_ranks = ()
         event.root_side = True
         add_evidence(event, where)
 
     def close_rootinfo(self, state: ProcessState, text: str, out: list[Extracted]) -> None:
         """A line naming the communicator (`identifier[..]`) ends the open root-info event."""
+        state.settle_connected()
         event = state.rootinfo
         state.rootinfo = None
         if event is None:
@@ -282,6 +284,7 @@ def _open_rootinfo(state: ProcessState, read: dict[str, Any], where: Where) -> C
     event.timeout_s = read.get("timeout_s")
     event.communicator = state.init_communicator
     state.rootinfo = event
+    state.connected = []
     return event
 
 

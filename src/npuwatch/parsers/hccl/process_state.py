@@ -28,6 +28,8 @@ class ProcessState:
     blocks: dict[int, CollectiveEvent] = default(default_factory=dict)
     rootinfo: CollectiveEvent | None = None
     aicpu_waiting: CollectiveEvent | None = None
+    connected: list[int] = default(default_factory=list)
+    """The ranks the open root-info event's list named so far."""
     stated_open: CollectiveEvent | None = None
     """A stated init failure waiting for the next ERROR line, which may name its communicator."""
     kept: dict[tuple[Any, ...], CollectiveEvent] = default(default_factory=dict)
@@ -60,6 +62,12 @@ class ProcessState:
         self.emitted += 1
         return True
 
+    def settle_connected(self) -> None:
+        """The connected ranks listed so far, onto the open root-info event."""
+        if self.rootinfo is not None and self.connected:
+            self.rootinfo.connected_ranks = tuple(self.connected)
+        self.connected = []
+
     def close_blocks(self) -> list[CollectiveEvent]:
         """Every event still being put together, as it is (the input ended)."""
         closed: list[CollectiveEvent] = []
@@ -72,6 +80,7 @@ class ProcessState:
                 )
             closed.append(event)
         self.blocks.clear()
+        self.settle_connected()
         for waiting in (self.rootinfo, self.aicpu_waiting, self.stated_open):
             if waiting is not None:
                 closed.append(waiting)
