@@ -31,13 +31,6 @@ CASES = sorted(path.name for path in COLLECTIONS.iterdir() if path.is_dir())
 
 NOT_DECIDED_YET: dict[str, str] = {
     "errors-without-timeout": "no incident: runtime errors without an HCCL event open no fault",
-    "init-missing-rank": "init_rank_not_connected, all 8 ranks: a root-side line without a "
-    "connected-rank list (GetRankBasicInfo failed) is read as nobody connected, though every "
-    "rank logged A4; the line's agentId is not read",
-    "link-client-not-connected": "link_setup_wait, rank 6: a client that never reported and "
-    "still logs is left as FaultDiag's 108 (engine B's rule 12 is not asked)",
-    "link-server-no-error": "link_setup_wait, rank 1: no rule gives link_server_no_error "
-    "(engine B's rule 4)",
 }
 """Case folder → what npuwatch gives instead of the expected verdict, today. Such a case must
 fail (strict xfail): one that starts passing is taken out of this dict."""

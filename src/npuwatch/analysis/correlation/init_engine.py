@@ -34,6 +34,8 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
     count = fault.rank_count(communicator)
     if not roots_side or count is None:
         return None
+    if connected is None and any(ev.event.remote_rank is not None for ev in roots_side):
+        return None  # the root got past accepting (`GetRankBasicInfo from agentId[..] failed`)
     root = roots_side[0].process
     with_logs, _ = fault.members(communicator)
     reached = set(connected or ())

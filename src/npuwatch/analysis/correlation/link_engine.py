@@ -42,8 +42,12 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
     chain: list[Node] = list(found.chain)
     first = _first_reports(bucket)
     timeout_us = int(fault.prepared.timeout_s(waiter, "socket") * 1e6)
+    logged = _views(fault, bucket)
+    connects_logged = any(view.step_times("connect", None) for view in logged)
     if peer not in first:
-        return _silent_end(fault, peer, waiter, server, first.get(waiter), timeout_us, chain)
+        return _silent_end(
+            fault, peer, waiter, server, first.get(waiter), timeout_us, chain, connects_logged
+        )
     label_s, label_c = fault.place(server).label(), fault.place(client).label()
     server_first = (first.get(server) or 0) <= (first.get(client) or 0)
     t_err = first.get(server) if server_first else first.get(client)
@@ -53,9 +57,7 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
     server_ip = server_ip or vs.get_str("device_ip")
     connects = vc.step_times("connect", server_ip)
     # a step is missing only where the collection records that kind of step at all
-    logged = _views(fault, bucket)
     listens_logged = any(view.step_times("listen", None) for view in logged)
-    connects_logged = any(view.step_times("connect", None) for view in logged)
     listened = vs.step_times("listen", server_ip)
     if not server_first and listens_logged and vs.steps and not listened:
         return Finding(
@@ -114,15 +116,36 @@ def _silent_end(
     waited_until: int | None,
     timeout_us: int,
     chain: list[Node],
+    connects_logged: bool,
 ) -> Finding | None:
     """The end of the link that reported nothing: exited (or hung) when its logs end before
-    the other end had waited its whole timeout."""
+    the other end had waited its whole timeout; when it kept logging, a server that reported
+    no error at all, or a client that never connected, never reached the op (rules 4, 12)."""
     view = fault.prepared.views.get(silent)
     if view is None or view.last_us is None or waited_until is None:
         return None
-    if view.last_us >= waited_until - timeout_us:
-        return None
     role = "server" if silent == server else "client"
+    label = fault.place(waiter).label()
+    if view.last_us >= waited_until - timeout_us:  # it kept logging: it never reached the op
+        if role == "server" and fault.prepared.errors.get(silent) is None:
+            return Finding(
+                "link_server_no_error",
+                [silent],
+                chain,
+                f"it is the server of the link to {label}, kept logging and reported no error "
+                "at all: it never reached the op",
+            )
+        others = fault.prepared.views.get(waiter)
+        waiter_ip = others.get_str("device_ip") if others is not None else None
+        if role == "client" and connects_logged and not view.step_times("connect", waiter_ip):
+            return Finding(
+                "link_client_not_connected",
+                [silent],
+                chain,
+                f"it is the client of the link to {label}, kept logging and never connected: "
+                "it never launched the op",
+            )
+        return None
     return Finding(
         f"link_{role}_exited",
         [silent],

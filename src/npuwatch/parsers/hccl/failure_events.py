@@ -77,10 +77,12 @@ class FailureEvents:
         if root_read is not None:
             opened = state.rootinfo
             if opened is None:
-                _open_rootinfo(state, root_read, where)
+                opened = _open_rootinfo(state, root_read, where)
             else:
                 opened.root_side = opened.root_side or bool(root_read.get("root_side"))
                 add_evidence(opened, where)
+            if opened.remote_rank is None and root_read.get("remote_rank") is not None:
+                opened.remote_rank = root_read["remote_rank"]
             return
         if "FFTS+ run failed" in text:
             self._single(state, {"kind": "ffts"}, where, out)

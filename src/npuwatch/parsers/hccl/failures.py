@@ -262,7 +262,16 @@ def _heartbeat_abnormal(text: str) -> Fields | None:
 
 def rootinfo(text: str) -> Fields | None:
     """Root-info / topology-exchange timeouts at communicator init (H3.3)."""
-    if "topo exchange server get socket timeout" in text or "GetRankBasicInfo from" in text:
+    if "GetRankBasicInfo from" in text:
+        # the root accepted this agent, which then failed to send its rank's basic info: the
+        # agent id is its rank (a 16-digit, zero-padded number)
+        return {
+            "kind": "rootinfo",
+            "root_side": True,
+            "remote_rank": number(text, "agentId"),
+            "timeout_s": seconds(field(text, "timeout")),
+        }
+    if "topo exchange server get socket timeout" in text:
         return {
             "kind": "rootinfo",
             "root_side": True,
