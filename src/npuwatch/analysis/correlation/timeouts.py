@@ -7,6 +7,7 @@ communicator's rank count: a rank that never reported is found even when its log
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from npuwatch.analysis.correlation.fault import (
     Fault,
@@ -121,8 +122,7 @@ def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
         )
     params = _parameters(bucket)
     if len(params) > 1:
-        rarest = min(params, key=lambda found: (len(params[found]), found))
-        usual = max(params, key=lambda found: (len(params[found]), found))
+        rarest, usual = _rarest_and_usual(params)
         return Finding(
             "exec_param_mismatch",
             list(params[rarest]),
@@ -140,15 +140,9 @@ def _notify(fault: Fault, bucket: list[Ev]) -> Finding:
             [],
             f"it stopped at op index {smallest}, behind the others",
         )
-    tags: dict[str, list[ProcessKey]] = {}
-    for ev in bucket:
-        if ev.event.tag:
-            members = tags.setdefault(ev.event.tag, [])
-            if ev.process not in members:
-                members.append(ev.process)
+    tags = _reporters_by(bucket, lambda ev: ev.event.tag)
     if len(tags) > 1:
-        rarest = min(tags, key=lambda tag: (len(tags[tag]), tag))
-        usual = max(tags, key=lambda tag: (len(tags[tag]), tag))
+        rarest, usual = _rarest_and_usual(tags)
         return Finding(
             "exec_timeout_op_tag",
             list(tags[rarest]),
@@ -173,11 +167,29 @@ def _parameters(bucket: list[Ev]) -> dict[str, list[ProcessKey]]:
     tag, _ = next(iter(ops))
     if not tag or op_of(tag).lower() not in _SAME_COUNT_OPS:
         return {}
-    params: dict[str, list[ProcessKey]] = {}
+    return _reporters_by(bucket, lambda ev: ev.event.detail)
+
+
+def _reporters_by(
+    bucket: list[Ev], value: Callable[[Ev], str | None]
+) -> dict[str, list[ProcessKey]]:
+    """The reporters grouped by a value of their events (an op tag, the op's parameters),
+    each once, in the order they reported."""
+    groups: dict[str, list[ProcessKey]] = {}
     for ev in bucket:
-        if ev.event.detail and ev.process not in params.get(ev.event.detail, []):
-            params.setdefault(ev.event.detail, []).append(ev.process)
-    return params
+        said = value(ev)
+        if said:
+            members = groups.setdefault(said, [])
+            if ev.process not in members:
+                members.append(ev.process)
+    return groups
+
+
+def _rarest_and_usual(groups: dict[str, list[ProcessKey]]) -> tuple[str, str]:
+    def size(found: str) -> tuple[int, str]:
+        return (len(groups[found]), found)
+
+    return min(groups, key=size), max(groups, key=size)
 
 
 def _notify_walk(fault: Fault, graph: WaitGraph, bucket: list[Ev]) -> Finding:
