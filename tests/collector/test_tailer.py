@@ -7,7 +7,8 @@ collects what the tailer emits.
 from __future__ import annotations
 
 import logging
-from datetime import timezone
+import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,25 @@ def test_a_file_written_while_the_reader_waited_is_not_taken_for_idle(tmp_path: 
     tailed.tailer.poll()
     tailed.tailer.flush_assembled(tailed.emitted.append)
     assert tailed.lines() == [plog_line(9, number) for number in range(5)]
+
+
+def test_dates_printed_without_a_year_take_the_year_of_the_followed_file(tmp_path: Path) -> None:
+    """torch_npu's watchdog (c10) prints `E0114 09:47:30.118342839`: the agent completes it as
+    scan does, with the file's first full date or else its modification time."""
+    path = tmp_path / "train_rank2.log"
+    path.write_text(
+        "[rank2]:[E0114 09:47:30.118342839 compiler_depend.ts:1795] To avoid data "
+        "inconsistency, we are taking the entire process down.\n",
+        encoding="utf-8",
+    )
+    modified = datetime(2025, 6, 1, tzinfo=timezone.utc).timestamp()
+    os.utime(path, (modified, modified))
+    tailed = Tailed(tmp_path)
+    tailed.tailer.rescan()
+    tailed.tailer.poll()
+    tailed.clock.now += 60.0
+    tailed.tailer.idle_work()
+    records = [r for item in tailed.emitted if isinstance(item, ReadBatch) for r in item.records]
+    assert [r.timestamp_us for r in records] == [
+        int(datetime(2025, 1, 14, 9, 47, 30, 118342, tzinfo=timezone.utc).timestamp() * 1e6)
+    ]

@@ -29,9 +29,7 @@ CASES = REAL_LOGS / "hccl"
 EXPECTED = Path(__file__).parent / "expected"
 ABSENT = "../shared/real-logs/hccl is not present on this machine"
 
-NOT_DECIDED_YET: dict[str, str] = {
-    "gh-vllm-ascend-7384": "no incident from a torch_npu watchdog line (EI0013) on the screen",
-}
+NOT_DECIDED_YET: dict[str, str] = {}
 """Case folder → why npuwatch does not reach its source's verdict yet. Such a case must fail
 (strict xfail): one that starts passing is taken out of this dict."""
 

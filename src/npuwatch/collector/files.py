@@ -56,8 +56,14 @@ def year_reference_us(handle: BinaryIO, modified_us: int) -> int:
     date with a year (within YEAR_PEEK_BYTES), else its modification time (for a file read
     whole, after the fact: `scan`, `parse`). The peek does not move the file's position; what
     cannot be read here is reported by the read that follows."""
+    return year_reference_of_fd(handle.fileno(), modified_us)
+
+
+def year_reference_of_fd(fd: int, modified_us: int) -> int:
+    """year_reference_us for an open descriptor (a followed file: its modification time is
+    about now)."""
     try:
-        dated = first_full_date_us(os.pread(handle.fileno(), YEAR_PEEK_BYTES, 0))
+        dated = first_full_date_us(os.pread(fd, YEAR_PEEK_BYTES, 0))
     except OSError:
         return modified_us
     return modified_us if dated is None else dated

@@ -24,6 +24,7 @@ from pathlib import Path
 from npuwatch.collector.discovery import FileFilter, discover
 from npuwatch.collector.empty_files import EmptyFile, EmptyFiles
 from npuwatch.collector.file_events import FileEvents, Missing
+from npuwatch.collector.files import year_reference_of_fd
 from npuwatch.collector.identity import FileIdentity, holds_tail, identify, still_same
 from npuwatch.collector.resume import resume
 from npuwatch.collector.source_report import SourceReport
@@ -255,6 +256,8 @@ class FileTailer:
         tailed = TailedFile(
             path, identity, self._clock, self.settings.limits, self.settings.host,
             start=start, journal_from=journal_from, mark_bytes=self.settings.fingerprint_bytes,
+            # the year of the dates printed without one (c10, vLLM, syslog), as scan takes it
+            created_us=year_reference_of_fd(fd, status.st_mtime_ns // 1000),
         )  # fmt: skip
         tailed.size, tailed.mtime = status.st_size, status.st_mtime
         tailed.last_growth = self._monotonic()

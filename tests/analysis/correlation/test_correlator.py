@@ -222,8 +222,31 @@ def test_a_host_whose_clock_is_an_hour_behind_is_corrected_before_ordering() -> 
     assert any("host-c" in note and "3,600 s behind" in note for note in incident.notes)
 
 
-def test_no_collective_failure_gives_no_incident() -> None:
+def test_an_error_the_rank_outlived_gives_no_incident() -> None:
     items = [*job(), CollectiveEvent("error", ProcessKey("host-a", 100), T0, module="RUNTIME")]
+    items.append(Fact(ProcessKey("host-a", 100), "heard", T0 + 61 * S, T0 + 61 * S))
+    assert verdicts(items) == []
+
+
+def test_errors_that_were_ranks_last_words_are_errors_without_timeout() -> None:
+    """FaultDiag 101: the job stopped before any HCCL timeout could fire."""
+    items = job()
+    for rank, late in ((6, 0), (2, 30)):
+        key = ProcessKey(f"host-{'ab'[rank // 4]}", 100 + rank)
+        items.append(CollectiveEvent("error", key, T0 + (600 + late) * S, module="RUNTIME"))
+        items.append(Fact(key, "heard", T0 + (620 + late) * S, T0 + (620 + late) * S))
+    (incident,) = verdicts(items)
+    assert incident.kind == "errors_without_timeout"
+    assert incident.faultdiag_code == 101
+    assert roots(incident) == [("host-b", 6, True), ("host-a", 2, True)]
+    assert incident.communicator == "world"
+    assert incident.victims == []
+
+
+def test_errors_of_ranks_not_in_a_job_of_several_ranks_give_no_incident() -> None:
+    key = ProcessKey("host-a", 100)
+    items: list[Extracted] = [*member("host-a", 100, 0, 1, comm="alone")]
+    items.append(CollectiveEvent("error", key, T0 + 600 * S, module="RUNTIME"))
     assert verdicts(items) == []
 
 

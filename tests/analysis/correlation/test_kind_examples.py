@@ -24,16 +24,18 @@ SHOWN = ("Incident 1", "  root cause", "  why", "  check first")
 
 @cache
 def first_incidents() -> dict[str, tuple[str, Incident]]:
-    """Each kind's first collection (in name order) whose first incident is of that kind."""
+    """Each kind's collection named after it, else its first collection (in name order),
+    whose first incident is of that kind."""
     found: dict[str, tuple[str, Incident]] = {}
     for parent in ("collective", "init-link"):
         for case in sorted((FIXTURES / parent).iterdir()):
             if case.is_dir():
                 incidents = scan_tree(case, utc_clock()).incidents
-                if incidents:
-                    found.setdefault(
-                        incidents[0].kind, (f"fixtures/{parent}/{case.name}", incidents[0])
-                    )
+                if not incidents:
+                    continue
+                kind = incidents[0].kind
+                if kind not in found or case.name == kind.replace("_", "-"):
+                    found[kind] = (f"fixtures/{parent}/{case.name}", incidents[0])
     return found
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from npuwatch.analysis.correlation.decide import decide
+from npuwatch.analysis.correlation.errors_only import error_faults
 from npuwatch.analysis.correlation.incident import Incident
 from npuwatch.analysis.correlation.lives import ProcessLog
 from npuwatch.analysis.correlation.prepare import failures, prepare
@@ -52,7 +53,9 @@ class Correlator:
     def incidents(self) -> list[Incident]:
         views = {view.key: view for log in self._logs.values() for view in log.lives()}
         prepared = prepare(views)
-        incidents = [decide(prepared, group) for group in failures(prepared)]
+        faults = failures(prepared)
+        faults += error_faults(prepared, faults)
+        incidents = [decide(prepared, group) for group in faults]
         return sorted(
             incidents,
             # weak, unlocated faults last: consumers read incidents[0] as the verdict (§5.11)

@@ -99,6 +99,8 @@ def _cqe(fault: Fault) -> Finding | None:
         reason = f"{len(sources)} devices lost RDMA retransmissions towards it"
     elif len(targets) == 1 and len(sources) == 1:
         source, target = sources[0], targets[0]
+        if isinstance(target, Place) and not any(ev.event.detail for ev in cqes):
+            return _cqe_one_end(fault, source, target)
         if isinstance(target, ProcessKey) and source in links.get(target, []):
             roots = [source, target]
         elif waits.get(source, 0) > waits.get(target, 0):
@@ -114,6 +116,18 @@ def _cqe(fault: Fault) -> Finding | None:
         reason = "RDMA retransmissions exceeded on several links"
     chain = chain_to(fault, roots[0])
     return Finding("rdma_retransmission", roots, chain, reason)
+
+
+def _cqe_one_end(fault: Fault, source: ProcessKey, target: Place) -> Finding:
+    """An error CQE that states no status (EI0013's message), seen from one end of a link
+    whose other end left no logs: neither retransmissions running out nor the peer's exit is
+    shown, so the link is the fault, both ends named."""
+    label = fault.place(target).label()
+    reason = (
+        f"an error CQE on the link to {label}, seen from this end only: a broken network and "
+        "a peer that exited first cannot be told apart without the peer's logs"
+    )
+    return Finding("link_network", [source, target], chain_to(fault, source), reason)
 
 
 def _cluster_exception(fault: Fault) -> Finding | None:

@@ -253,7 +253,8 @@ _KINDS: tuple[Kind, ...] = (
     ),
     Kind(
         "link_network", None, 0.5,
-        "both ends of the link tried and never met: the network between them",
+        "the link between two devices failed with neither end shown at fault (both tried and "
+        "never met, or an error CQE seen from one end): the network between them",
         "hccn_tool -i N -ping -g address PEER_IP from one end (hccs_ping on one host), "
         "hccn_tool -i N -link -g on both",
     ),

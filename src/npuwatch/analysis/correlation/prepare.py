@@ -70,6 +70,8 @@ class Prepared:
     events: list[Ev]
     errors: dict[ProcessKey, Ev]
     """Each process's first ERROR of any module."""
+    errors_until: dict[ProcessKey, int]
+    """Each process's last burst of ERRORs began then (corrected clock)."""
     notes: list[str]
     recovered: frozenset[ProcessKey]
     """Lives followed by a recovery (the next life of the pid began with one)."""
@@ -102,6 +104,7 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
     known = set(directory.communicators)
     events: list[Ev] = []
     errors: dict[ProcessKey, Ev] = {}
+    errors_until: dict[ProcessKey, int] = {}
     for key, view in views.items():
         owner = canonical.get(key, key)
         started = _first_init_us(view)
@@ -128,6 +131,8 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
                 found = errors.get(owner)
                 if found is None or (time_us or 0) < (found.time_us or 0):
                     errors[owner] = Ev(event, owner, None, time_us, "error")
+                if time_us is not None and time_us > errors_until.get(owner, time_us - 1):
+                    errors_until[owner] = time_us
                 continue
             communicator = _communicator_of(event, memberships.get(owner, {}), known)
             if not misstamped:  # (a mis-stamped line is said in the notes, and decides nothing)
@@ -138,7 +143,7 @@ def prepare(views: dict[ProcessKey, ProcessView]) -> Prepared:
         for key, view in members.items()
         if view.resumed
     )
-    return Prepared(members, directory, offsets, events, errors, notes, recovered)
+    return Prepared(members, directory, offsets, events, errors, errors_until, notes, recovered)
 
 
 def _first_init_us(view: ProcessView) -> int | None:

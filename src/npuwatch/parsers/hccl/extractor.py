@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from npuwatch.bounded_numbers import fitting_int
 from npuwatch.parsers.hccl import failures
 from npuwatch.parsers.hccl.failure_events import FailureEvents
 from npuwatch.parsers.hccl.identity import (
@@ -74,8 +75,9 @@ class CollectiveExtractor:
                 self._hccl(state, text, is_error, where, out)
             elif not is_error and mentions_network(text):  # HCCP's listen and connect lines
                 self._network(state, text, where, out)
-            elif is_error and record.logger is None and "Cluster Exception Location" in text:
-                # a framework's screen output (EI0002 …) quoting HCCL's heartbeat verdict
+            elif is_error and record.logger is None and _quotes_hccl(text):
+                # a framework's screen output quoting HCCL's heartbeat verdict (EI0002 …) or
+                # the two ends of an error CQE (EI0013)
                 self._events.failure(state, text, where, out)
             if is_error:
                 events.first_error(state, where, out)
@@ -131,7 +133,7 @@ class CollectiveExtractor:
         source = record.source
         pid = record.pid
         if source is None or source.pid is None:
-            return pid
+            return pid if pid is not None else _stated_pid(record.text)
         if source.kind in _DEVICE_KINDS or pid is None:
             return source.pid
         if pid == source.pid:
@@ -239,6 +241,20 @@ class CollectiveExtractor:
         if tls is not None:
             out.append(_fact(state, "tls", tls, where))
         self._events.device_failure(state, text, where, out)
+
+
+def _stated_pid(text: str) -> int | None:
+    """The pid of CANN's error-message header (`[PID: 335] 2026-03-13-06:55:06.896.485 …`)
+    quoted in a line that has no pid of its own (a framework's watchdog or traceback)."""
+    at = text.find("[PID: ")
+    if at < 0:
+        return None
+    end = text.find("]", at)
+    return fitting_int(text[at + 6 : end]) if end > 0 else None
+
+
+def _quotes_hccl(text: str) -> bool:
+    return "Cluster Exception Location" in text or "Peer information:" in text
 
 
 def _after_exchange(text: str) -> bool:

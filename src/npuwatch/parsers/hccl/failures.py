@@ -39,6 +39,13 @@ _CQE = re.compile(
 )
 """`cqe error status[12]`, `cqe err status[12]` (HCCL), `error cqe status: 0x15`, `CQE status[12]`,
 `dump_err_cqe(730) : CQ(0x3f) status 12` (ROCE and HCCP in device logs)."""
+_ENDS = re.compile(
+    r"(?P<side>Local|Peer) information:\s*server\s+(?P<server>[^\s,]+),\s*device ID\s+"
+    r"(?P<device>\d{1,6}),\s*device IP\s+(?P<ip>[0-9A-Fa-f.:]+?)\.?(?:\s|$)"
+)
+"""The two ends of HCCL's error-code message for an error CQE (EI0013, `Execution_Error_ROCE_CQE`
+or `Execution Error ROCE CQE`): `Local information: server S, device ID N, device IP A. Peer
+information: …`, in plogs and quoted by the framework's watchdog."""
 _TASK_BASE = "Task run failed, base information is"
 _REMOTE_IP = re.compile(r"remote\s+(" + IP.pattern + ")")
 _LOCATION = re.compile(r"\]:\s*\[([^\]]*)\]")
@@ -190,9 +197,16 @@ def cqe(text: str) -> Fields | None:
     if "cqe" not in lowered:
         return None
     read: Fields = {"kind": "cqe"}
+    if "Peer information:" in text:
+        return _error_code_cqe(text, read)
     status = _CQE.search(text)
     if status is None and "find cqe error" not in text and "receive a cqe error" not in text:
         return None
+    if status is not None:
+        read["detail"] = f"CQE status {status[1]}"
+    local = _braced(text, "localInfo{")
+    if local is not None:  # this device's own address (§5.14)
+        read["own_ip"] = address(field(local, "deviceIp"))
     remote = _braced(text, "remoteIP{")
     if remote is not None:
         read["remote_ip"] = address(field(remote, "deviceIp"))
@@ -217,6 +231,21 @@ def cqe(text: str) -> Fields | None:
     communicator = field(text, "identifier")
     if communicator:
         read["communicator"] = communicator
+    return read
+
+
+def _error_code_cqe(text: str, read: Fields) -> Fields | None:
+    """EI0013's two ends; it states no CQE status (so not that retransmissions ran out)."""
+    ends = {found["side"]: found for found in _ENDS.finditer(text)}
+    peer = ends.get("Peer")
+    if peer is None:
+        return None
+    read["remote_ip"] = address(peer["ip"])
+    read["remote_server"] = address(peer["server"]) or peer["server"]
+    read["remote_device"] = to_int(peer["device"])
+    local = ends.get("Local")
+    if local is not None:
+        read["own_ip"] = address(local["ip"])
     return read
 
 
