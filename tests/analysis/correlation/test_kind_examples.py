@@ -56,7 +56,11 @@ def rendered() -> str:
     parts = [
         BEGIN,
         "",
-        "Kinds without a collection here yet: " + (", ".join(missing) or "none") + ".",
+        (
+            "Kinds without a collection here yet: " + ", ".join(missing) + "."
+            if missing
+            else f"Each of the {len(KINDS)} kinds, with the collection that shows it:"
+        ),
     ]
     for name, (case, incident) in sorted(
         first_incidents().items(), key=lambda item: list(KINDS).index(item[0])
@@ -75,3 +79,7 @@ def test_the_documented_examples_are_what_scan_prints_for_them() -> None:
         text = DOC.read_text(encoding="utf-8")
         start, end = text.index(BEGIN), text.index(END) + len(END)
     assert text[start:end] == rendered()
+
+
+def test_every_kind_has_a_collection_whose_first_incident_is_of_that_kind() -> None:
+    assert [name for name in KINDS if name not in first_incidents()] == []

@@ -3,6 +3,7 @@ the same decision, and documented in docs/incident-kinds.md row for row."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from npuwatch.analysis.correlation.incident import Incident
@@ -11,15 +12,16 @@ from npuwatch.analysis.correlation.kinds import KIND_OF_CODE, KINDS
 DOC = Path(__file__).resolve().parents[3] / "docs" / "incident-kinds.md"
 
 
-def test_every_kind_has_one_row_in_the_documentation_with_its_code() -> None:
+def test_every_kind_has_one_row_in_the_documentation_with_its_code_meaning_and_check() -> None:
     rows = {
-        cells[1].strip("` "): cells[2].strip()
+        cells[1].strip("` "): [cell.strip().replace("\\|", "|") for cell in cells[2:5]]
         for line in DOC.read_text(encoding="utf-8").splitlines()
-        if line.startswith("| `") and len(cells := line.split("|")) > 3
+        if line.startswith("| `") and len(cells := re.split(r"(?<!\\)\|", line)) > 5
     }
     assert set(rows) == set(KINDS)
     for name, kind in KINDS.items():
-        assert rows[name] == (str(kind.faultdiag_code) if kind.faultdiag_code else "—")
+        code = str(kind.faultdiag_code) if kind.faultdiag_code else "—"
+        assert rows[name] == [code, kind.meaning, kind.check_first], name
 
 
 def test_faultdiag_codes_are_unique_and_the_new_families_have_none() -> None:

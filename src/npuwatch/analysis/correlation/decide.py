@@ -70,7 +70,7 @@ def _stated(fault: Fault) -> Finding | None:
             roots.append(node)
     detail = first.event.detail
     what = KINDS[kind].meaning
-    reason = f"HCCL says so at init: {what}" + (f" ({detail})" if detail else "")
+    reason = f"HCCL said so in one line: {what}" + (f" ({detail})" if detail else "")
     return Finding(kind, roots, [], reason)
 
 

@@ -118,9 +118,10 @@ def unconnected_finding(fault: Fault, bucket: list[Ev]) -> Finding | None:
     if count > LARGE_CLUSTER_RANKS:
         return Finding(
             "init_large_cluster",
+            list(present.values()),
             [],
-            [],
-            f"{len(unconnected)} of {count} ranks never reached the root",
+            f"{len(unconnected)} of {count} ranks never got in although their requests went out "
+            "in time: the root's listen backlog overflowed",
         )
     return Finding(
         "init_rank_not_connected",

@@ -15,7 +15,7 @@ end's run log was collected, nothing is said beyond the chain.
 
 from __future__ import annotations
 
-from npuwatch.analysis.correlation.fault import Fault, Finding
+from npuwatch.analysis.correlation.fault import Fault, Finding, reporters
 from npuwatch.analysis.correlation.graph import Node, Walk
 from npuwatch.analysis.correlation.prepare import Ev
 from npuwatch.analysis.correlation.processes import ProcessView
@@ -40,7 +40,7 @@ def link_finding(fault: Fault, found: Walk, bucket: list[Ev]) -> Finding | None:
     if vs is None or vc is None:
         return None
     chain: list[Node] = list(found.chain)
-    first = _first_reports(bucket)
+    first = reporters(bucket)
     timeout_us = int(fault.prepared.timeout_s(waiter, "socket") * 1e6)
     logged = _views(fault, bucket)
     connects_logged = any(view.step_times("connect", None) for view in logged)
@@ -153,13 +153,6 @@ def _silent_end(
         f"it is the {role} of the link to {fault.place(waiter).label()}, and its logs end "
         "before the other end began waiting for it: its process exited (or hung)",
     )
-
-
-def _first_reports(bucket: list[Ev]) -> dict[ProcessKey, int | None]:
-    found: dict[ProcessKey, int | None] = {}
-    for ev in bucket:
-        found.setdefault(ev.process, ev.time_us)
-    return found
 
 
 def _views(fault: Fault, bucket: list[Ev]) -> list[ProcessView]:

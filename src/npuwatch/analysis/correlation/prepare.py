@@ -155,15 +155,12 @@ def _splits_a_burst(views: dict[ProcessKey, ProcessView], offsets: dict[str, int
     """Whether correcting the clocks would cut a burst of timeouts of one class that is tight
     on the raw clocks of every host into pieces further apart than the class's timeout
     (CORRELATION.md §5.8: a correction never splits such a burst; the conflict is said)."""
-    raw: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
+    by_class: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for key, view in views.items():
         for event in view.events:
             cls = CLASS_OF.get(event.kind)
             if cls in TIMEOUT_CLASSES and event.time_us is not None:
-                raw[(key.host, cls)].append((event.time_us, key.host))
-    by_class: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for (_, cls), times in raw.items():
-        by_class[cls].extend(times)
+                by_class[cls].append((event.time_us, key.host))
     for cls, times in by_class.items():
         if len({host for _, host in times}) < 2:
             continue
