@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from npuwatch.analysis.scan import ScanResult
-from npuwatch.analysis.scan_hosts import collection_hosts
+from npuwatch.analysis.scan_hosts import collection_base, collection_hosts, host_of
 from npuwatch.analysis.scan_text import render_scan
 from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.cli import main
@@ -181,3 +181,21 @@ def test_the_report_of_a_single_tree_names_no_host_even_when_given_one(tmp_path:
     named = render_scan(scan(tmp_path, host="node-7"), zone, Palette(False))
     assert named == render_scan(scan(tmp_path), zone, Palette(False))
     assert "HOST" not in named and "node-7" not in named
+
+
+def test_wrapper_folders_are_looked_through_to_the_folders_that_are_the_hosts(
+    tmp_path: Path,
+) -> None:
+    """`case/0318/1/log1/…` and `case/0318/2/log1/…`: two hosts, 1 and 2, not one host 0318."""
+    for host in ("1", "2"):
+        (tmp_path / "0318" / host / "log1" / "debug" / "plog").mkdir(parents=True)
+    assert collection_base(tmp_path) == tmp_path / "0318"
+    assert collection_hosts(tmp_path) == ["1", "2"]
+    plog = tmp_path / "0318" / "2" / "log1" / "debug" / "plog" / "plog-1_1.log"
+    assert host_of(collection_base(tmp_path), plog, {"1", "2"}) == "2"
+
+
+def test_one_hosts_tree_under_a_wrapper_folder_stays_one_host(tmp_path: Path) -> None:
+    (tmp_path / "job42" / "ascend" / "log").mkdir(parents=True)
+    assert collection_hosts(tmp_path) == ["job42"]  # job42 holds CANN's own folder
+    assert collection_base(tmp_path) == tmp_path

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from npuwatch.analysis.scan_hosts import collection_hosts
+from npuwatch.analysis.scan_hosts import collection_base, collection_hosts
 from npuwatch.collector.discovery import FileFilter
 from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import list_segments
@@ -73,13 +73,14 @@ def split_hosts(root: Path) -> Collection | str:
     names = collection_hosts(root)
     if names is None:
         return Collection(root, {root.name: root}, single=True)
-    loose = sorted(path.name for path in root.iterdir() if not path.is_dir())
+    base = collection_base(root)
+    loose = sorted(path.name for path in base.iterdir() if not path.is_dir())
     if any(FileFilter().wants(name, name) for name in loose):
         return (
             f"files outside every host folder ({', '.join(loose)}): scan reads them as no "
             "host's, and an agent always names its host"
         )
-    return Collection(root, {name: root / name for name in names}, single=False)
+    return Collection(root, {name: base / name for name in names}, single=False)
 
 
 def agent_config(host: str, logs: Path, state: Path) -> str:

@@ -98,23 +98,56 @@ def is_cann_folder(folder: Path) -> bool:
     return False
 
 
+_WRAPPERS_FOLLOWED = 8
+"""How many nested wrapper folders (`job/0318/…`) are looked through for the host folders."""
+
+
+def collection_base(root: Path) -> Path:
+    """The folder whose sub-folders are the hosts: `root`, or the folder that a chain of
+    wrapper folders leads to (a folder holding nothing but one folder that is not CANN's:
+    `case/0318/{1,2}/…` has the hosts 1 and 2, not one host 0318)."""
+    base = root
+    for _ in range(_WRAPPERS_FOLLOWED):
+        try:
+            with os.scandir(base) as entries:
+                shown = [entry for entry in entries if not entry.name.startswith(".")]
+        except OSError:
+            return base
+        if len(shown) != 1 or not shown[0].is_dir(follow_symlinks=False):
+            return base
+        inner = base / shown[0].name
+        if is_cann_folder(inner) or collection_hosts_at(inner) is None:
+            return base
+        base = inner
+    return base
+
+
 def collection_hosts(root: Path) -> list[str] | None:
-    """The host names of a collection (its first-level folders, in natural order), or None
+    """The host names of a collection (the folders of its base, in natural order), or None
     when `root` is one host's tree or a file. Links to folders are not hosts: the walk does
     not follow them."""
+    return collection_hosts_at(collection_base(root))
+
+
+def collection_hosts_at(folder: Path) -> list[str] | None:
+    """The first-level folders of `folder` when they are hosts, else None."""
     try:
-        with os.scandir(root) as entries:
+        with os.scandir(folder) as entries:
             folders = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
     except OSError:  # a file, or unreadable: the walk says what is wrong
         return None
-    if not folders or any(is_cann_folder(root / name) for name in folders):
+    if not folders or any(is_cann_folder(folder / name) for name in folders):
         return None
     return sorted(folders, key=_natural)
 
 
-def host_of(root: Path, path: Path, hosts: Collection[str]) -> str | None:
-    """The host of a file under a collection's `root`: its first-level folder, if any."""
-    parts = path.relative_to(root).parts
+def host_of(base: Path, path: Path, hosts: Collection[str]) -> str | None:
+    """The host of a file under a collection's `base` (collection_base): its first-level
+    folder there, if any."""
+    try:
+        parts = path.relative_to(base).parts
+    except ValueError:  # beside the wrapper folders: no host's
+        return None
     return parts[0] if len(parts) > 1 and parts[0] in hosts else None
 
 

@@ -14,7 +14,12 @@ from pathlib import Path
 from npuwatch.analysis.scan import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
 from npuwatch.analysis.scan_collectives import CollectiveScan
 from npuwatch.analysis.scan_debug import report_alone, reports_in, scan_report
-from npuwatch.analysis.scan_hosts import HostOnCollection, collection_hosts, host_of
+from npuwatch.analysis.scan_hosts import (
+    HostOnCollection,
+    collection_base,
+    collection_hosts,
+    host_of,
+)
 from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.rules.engine import RuleEngine
@@ -49,6 +54,7 @@ def scan_tree(
     result.collection = hosts is not None
     result.hosts = hosts if hosts is not None else [host] if host is not None else []
     known = frozenset(hosts or ())
+    base = collection_base(root) if known else root
     if root.is_dir():
         listing = list_log_files(root, links)
         files = listing.files
@@ -69,7 +75,7 @@ def scan_tree(
                 parser = StreamParser(
                     clock,
                     path=str(path),
-                    host=host_of(root, path, known) if known else host,
+                    host=host_of(base, path, known) if known else host,
                     reference_us=year_reference_us(handle, status.st_mtime_ns // 1000),
                     batch_index=engine is not None,
                 )
@@ -96,7 +102,7 @@ def scan_tree(
             progress(index, len(files), done_bytes)
     for output in reports:
         scan_report(
-            output, aggregator, host_of(root, output.path, known) if known else host, engine
+            output, aggregator, host_of(base, output.path, known) if known else host, engine
         )
     result = aggregator.finish()
     result.incidents = collectives.incidents()

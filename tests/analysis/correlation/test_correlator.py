@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from npuwatch.analysis.correlation import Correlator, Incident
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact, ProcessKey
 
@@ -375,3 +377,42 @@ def test_an_alltoallv_whose_counts_differ_by_design_is_no_parameter_mismatch() -
         items.append(event)
     (incident,) = verdicts(items)
     assert incident.kind != "exec_param_mismatch"
+
+
+def probe(
+    host: str, pid: int, at: int, src: tuple[str, int], dst: tuple[str, int]
+) -> CollectiveEvent:
+    event = CollectiveEvent("probe", ProcessKey(host, pid), at, communicator="world")
+    event.source_server, event.source_device = src
+    event.remote_server, event.remote_device = dst
+    return event
+
+
+def test_hccls_connection_probe_alone_opens_no_incident() -> None:
+    items = [*job(), probe("host-a", 101, T0 + 200 * S, ("10.0.0.11", 1), ("10.0.0.12", 1))]
+    assert verdicts(items) == []
+
+
+@pytest.mark.parametrize(
+    ("dst", "says"),
+    [
+        (("10.0.0.12", 1), "host-a dev 1 (rank 1) failed to connect to host-b dev 1 (rank 5)"),
+        (("10.0.0.11", 2), "(not an end of the root cause named here)"),
+    ],
+)
+def test_a_probe_beside_a_verdict_is_a_note_that_says_when_it_names_another_link(
+    dst: tuple[str, int], says: str
+) -> None:
+    items = job() + [
+        Fact(ProcessKey(f"host-{'ab'[r // 4]}", 100 + r), "host_ip", f"10.0.0.1{1 + r // 4}", T0)
+        for r in range(8)
+    ]
+    items += [
+        waits(f"host-{'ab'[r // 4]}", 100 + r, 5, T0 + 100 * S + r) for r in range(8) if r != 5
+    ]
+    items.append(probe("host-a", 101, T0 + 101 * S, ("10.0.0.11", 1), dst))
+    (incident,) = verdicts(items)
+    assert roots(incident) == [("host-b", 5, True)]
+    notes = [note for note in incident.notes if note.startswith("HCCL's connection probe")]
+    assert len(notes) == 1 and notes[0].endswith(says)
+    assert [place.address for place in incident.unheard] == []

@@ -102,3 +102,59 @@ def test_headers_of_collected_and_edited_logs_keep_their_time(
     assert record is not None and record.pid == 51
     assert record.timestamp_us is not None
     assert record.timestamp_us % 1_000_000 == expected_us
+
+
+@pytest.mark.parametrize(
+    ("line", "link"),
+    [
+        (
+            "[137400]TRANSPORT DETECT EVENT[1]:Rank[10.1.0.1/0]: srcRank[10.1.0.1/0] connect "
+            "destRank[10.1.0.2/6] fail.",
+            ("10.1.0.1", 0, "10.1.0.2", 6),
+        ),
+        (
+            "This node (server 10.1.0.1, device ID 3) detects that srcRank (server 10.1.0.1, "
+            "device ID 3) fails to connect to dstRank (server 10.1.0.2, device ID 5). Check the "
+            "link.",
+            ("10.1.0.1", 3, "10.1.0.2", 5),
+        ),
+    ],
+)
+def test_hccls_connection_probe_names_the_link_in_both_wordings(
+    line: str, link: tuple[str, int, str, int]
+) -> None:
+    read = failures.probe(line)
+    assert read is not None
+    ends = (
+        read["source_server"],
+        read["source_device"],
+        read["remote_server"],
+        read["remote_device"],
+    )
+    assert ends == link
+
+
+def test_a_probe_that_found_nothing_names_no_link() -> None:
+    assert failures.probe("This node detects no exception event. srcRank ok") is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[PID: 335] 2026-03-13-06:55:06.896.485 Execution_Error_ROCE_CQE(EI0013): An error CQE "
+        "occurred during operator execution. Local information: server 10.1.0.9, device ID 3, "
+        "device IP 10.2.0.9. Peer information: server 10.1.0.5, device ID 3, device IP 10.2.0.5.",
+        "[PID: 41] 2025-12-04-21:59:08.232.310 Execution Error ROCE CQE(EI0013): An error CQE "
+        "occurred during operator execution. Local information: server 10.1.0.9, device ID 3, "
+        "device IP 10.2.0.9. Peer information: server 10.1.0.5, device ID 3, device IP 10.2.0.5.",
+    ],
+)
+def test_ei0013_names_both_ends_of_the_link_and_no_status(line: str) -> None:
+    read = failures.cqe(line)
+    assert read == {
+        "kind": "cqe",
+        "remote_ip": "10.2.0.5",
+        "remote_server": "10.1.0.5",
+        "remote_device": 3,
+        "own_ip": "10.2.0.9",
+    }

@@ -87,11 +87,7 @@ class Fault:
             if found is not None:
                 return found
         if event.remote_server is not None and event.remote_device is not None:
-            found = directory.by_server_device.get((event.remote_server, event.remote_device))
-            if found is None:
-                host = directory.host_of_ip.get(event.remote_server)
-                if host is not None:
-                    found = directory.by_host_device.get((host, event.remote_device))
+            found = self.known_at(event.remote_server, event.remote_device)
             if found is not None:
                 return found
         if event.remote_rank is not None:
@@ -117,16 +113,26 @@ class Fault:
             host = directory.host_of_ip.get(event.remote_ip)
             return self._unheard(Place(host=host, address=event.remote_ip, has_logs=False))
         if event.remote_server is not None:
-            host = directory.host_of_ip.get(event.remote_server)
-            return self._unheard(
-                Place(
-                    host=host,
-                    device=event.remote_device,
-                    address=event.remote_server,
-                    has_logs=False,
-                )
-            )
+            return self.at_server(event.remote_server, event.remote_device)
         return None
+
+    def known_at(self, server: str, device: int) -> ProcessKey | None:
+        """The process with logs on a server id (or host address) and physical device."""
+        directory = self.directory
+        found = directory.by_server_device.get((server, device))
+        if found is None:
+            host = directory.host_of_ip.get(server)
+            if host is not None:
+                found = directory.by_host_device.get((host, device))
+        return found
+
+    def at_server(self, server: str, device: int | None) -> Node:
+        """A server id and device as a node: its process, else a place without logs."""
+        found = self.known_at(server, device) if device is not None else None
+        if found is not None:
+            return found
+        host = self.directory.host_of_ip.get(server)
+        return self._unheard(Place(host=host, device=device, address=server, has_logs=False))
 
     def _unheard(self, place: Place) -> Place:
         self.unheard.setdefault(place, None)

@@ -41,13 +41,15 @@ CLASS_OF = {
     "cluster_exception": "cluster_exception",
     "aicpu_notify": "aicpu_notify",
     "init_failure": "init_failure",
+    "probe": "probe",
 }
 """Failure classes: the buckets of CORRELATION.md §1.5 (socket takes p2p; FFTS+ goes with
 notify). The weak, peerless socket lines (`normal`: `Wait timeout for sockets recv`, `recv
 fail`) are a class of their own that never chooses a fault's kind (§5.6): they join the typed
-fault of their communicator or process, and alone they locate nothing."""
+fault of their communicator or process, and alone they locate nothing. HCCL's connection
+probe (`probe`) joins the fault of its communicator and is never a fault of its own."""
 TIMEOUT_CLASSES = frozenset({"socket", "notify", "rootinfo"})
-_CONNECT_CLASSES = frozenset({"socket", "rootinfo", "weak", "init_failure"})
+_CONNECT_CLASSES = frozenset({"socket", "rootinfo", "weak", "init_failure", "probe"})
 """Classes bounded by HCCL_CONNECT_TIMEOUT (the others by HCCL_EXEC_TIMEOUT)."""
 
 
@@ -223,7 +225,11 @@ def failures(prepared: Prepared) -> list[list[Ev]]:
     for index, run in enumerate(runs):
         groups[find(index)].extend(run)
 
-    return [sorted(group, key=lambda e: (e.time_us or 0, e.process)) for group in groups.values()]
+    return [
+        sorted(group, key=lambda e: (e.time_us or 0, e.process))
+        for group in groups.values()
+        if any(ev.cls != "probe" for ev in group)  # a probe alone is a hint about nothing
+    ]
 
 
 def _waits_across_runs(prepared: Prepared, runs: list[list[Ev]]) -> list[tuple[int, int]]:

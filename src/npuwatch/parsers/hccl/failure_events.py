@@ -23,6 +23,7 @@ from npuwatch.vocabulary import ERROR_LEVELS
 _TID = re.compile(r"\[[^\]]*\]\s*\[(\d+)\]")
 _CQE_LOGGERS = frozenset({"ROCE", "HCCP", "HCCPSRV"})
 _SINGLE_LINE_READERS = (
+    failures.probe,
     failures.link_row,
     failures.socket_line,
     failures.transport_init,

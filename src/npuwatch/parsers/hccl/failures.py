@@ -46,6 +46,15 @@ _ENDS = re.compile(
 """The two ends of HCCL's error-code message for an error CQE (EI0013, `Execution_Error_ROCE_CQE`
 or `Execution Error ROCE CQE`): `Local information: server S, device ID N, device IP A. Peer
 information: …`, in plogs and quoted by the framework's watchdog."""
+_PROBE_UIDS = re.compile(r"srcRank\[(?P<src>[^\]]*)\] connect destRank\[(?P<dst>[^\]]*)\] fail")
+_PROBE_WORDS = re.compile(
+    r"srcRank \(server (?P<src_server>[^,\s]+), device ID (?P<src_device>\d{1,6})\) fails to "
+    r"connect to dstRank \(server (?P<dst_server>[^,\s]+), device ID (?P<dst_device>\d{1,6})\)"
+)
+"""HCCL's connection probe (formats/hccl-init-and-link.md §1.2, `CONNECT TIMEOUT DETECT RESULT`):
+`TRANSPORT DETECT EVENT[1]:Rank[S/d]: srcRank[S1/d1] connect destRank[S2/d2] fail.`, or `This node
+(server S, device ID d) detects that srcRank (server S1, device ID d1) fails to connect to dstRank
+(server S2, device ID d2).`"""
 _TASK_BASE = "Task run failed, base information is"
 _REMOTE_IP = re.compile(r"remote\s+(" + IP.pattern + ")")
 _LOCATION = re.compile(r"\]:\s*\[([^\]]*)\]")
@@ -188,6 +197,31 @@ def transport_init(text: str) -> Fields | None:
         "remote_device": device,
         "remote_rank": number(text, "remoteRank"),
         "tag": field(text, "tag"),
+    }
+
+
+def probe(text: str) -> Fields | None:
+    """A link HCCL's own connection probe found broken: who failed to connect to whom."""
+    if "srcRank" not in text:
+        return None
+    found = _PROBE_UIDS.search(text)
+    if found is not None:
+        src_server, src_device = server_and_device(found["src"])
+        dst_server, dst_device = server_and_device(found["dst"])
+    else:
+        words = _PROBE_WORDS.search(text)
+        if words is None:
+            return None
+        src_server, src_device = words["src_server"], to_int(words["src_device"])
+        dst_server, dst_device = words["dst_server"], to_int(words["dst_device"])
+    if src_server is None or dst_server is None:
+        return None
+    return {
+        "kind": "probe",
+        "source_server": address(src_server) or src_server,
+        "source_device": src_device,
+        "remote_server": address(dst_server) or dst_server,
+        "remote_device": dst_device,
     }
 
 

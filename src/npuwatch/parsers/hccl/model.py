@@ -125,11 +125,14 @@ EventKind = Literal[
     "normal",
     "aicpu_notify",
     "init_failure",
+    "probe",
     "error",
 ]
 """The failure classes of CORRELATION.md §1.3; `init_failure` is a process's own init failure
 that HCCL states in one line (its `stated` kind is the verdict); `error` is a process's first
-ERROR of any module (the cause when it comes before everyone's timeouts)."""
+ERROR of any module (the cause when it comes before everyone's timeouts); `probe` is HCCL's own
+connection probe naming a link that failed (its source in `source_server`/`source_device`, its
+destination in `remote_server`/`remote_device`): a hint, never a fault of its own."""
 
 TIMEOUT_KINDS = frozenset({"socket", "p2p", "notify", "ffts", "rootinfo", "normal"})
 """Kinds that mean "I waited for someone": they mark victims, not causes."""
@@ -158,6 +161,9 @@ class CollectiveEvent:
     """The ranks that reached the root of a root-info exchange (logged by the root)."""
     root_side: bool = False
     """The root rank itself reported this root-info timeout."""
+    source_server: str | None = None
+    source_device: int | None = None
+    """For `probe`: the end of the link that failed to connect."""
     exception_type: str | None = None
     discoverer: str | None = None
     module: str | None = None
@@ -168,7 +174,8 @@ class CollectiveEvent:
     """For `init_failure`: the kind of fault HCCL's line states (correlation/kinds.py)."""
     detail: str | None = None
     """For `init_failure`: what the line names (the variable, the port); for a task block: the
-    op's parameters (`count 256, float32`), compared across ranks."""
+    op's parameters (`count 256, float32`), compared across ranks; for `cqe`: the CQE status,
+    when the line states one."""
     count: int = 1
     """Lines that said the same (the same peer, tag and op) within minutes: kept once, counted."""
     last_us: int | None = None
