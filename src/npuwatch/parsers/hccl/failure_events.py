@@ -261,7 +261,9 @@ def _block_identity(
 
 def _filled(event: CollectiveEvent, read: dict[str, Any]) -> CollectiveEvent:
     for name, value in read.items():
-        if name not in ("kind", "own_rank", "own_ip", "tag") and value is not None:
+        if name == "problem":
+            event.problems.append(str(value))
+        elif name not in ("kind", "own_rank", "own_ip", "tag") and value is not None:
             setattr(event, name, value)
     return event
 

@@ -191,13 +191,16 @@ def transport_init(text: str) -> Fields | None:
     if "Transport init error" not in text:
         return None
     server, device = server_and_device(field(text, "remoteIpAddr"))
-    return {
+    read: Fields = {
         "kind": "transport_init",
         "remote_server": address(server) or server,
         "remote_device": device,
         "remote_rank": number(text, "remoteRank"),
         "tag": field(text, "tag"),
     }
+    if read["remote_rank"] is None and server is None:
+        read["problem"] = "a Transport init error line names no remote end (cut short?)"
+    return read
 
 
 def probe(text: str) -> Fields | None:
