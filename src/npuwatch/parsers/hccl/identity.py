@@ -15,6 +15,24 @@ Said = tuple[str, str | int | float | bool, str | None]
 """(fact name, value, communicator or None)."""
 
 
+IDENTITY_WORDS = (
+    "Key Info]",
+    "Entry-HcclCommInit",
+    "SetupAgent",
+    "hcclCommInitInfo",
+    "HcclGetRootInfo",
+    "Listen on ip",
+    "SetupGroupMember",
+    "init by file success",
+    "sub commm identifier",
+    "RootInfoDetect",
+    "Env config",
+    "timeOut[",
+    "_TIMEOUT set by",
+)
+"""The keywords of `mentions_identity` (the batch selection searches for them all at once)."""
+
+
 def mentions_identity(text: str) -> bool:
     """Whether a line can say something about identity or timeouts: one `in` test after the
     other, cheaper than a loop or a regex over HCCL's many other INFO lines. (`Entry-Hccl`

@@ -99,6 +99,10 @@ def network_facts(text: str) -> list[tuple[str, Any, str | None]]:
     return said
 
 
+NETWORK_WORDS = ("ocket", "nic[", "ip success", "Listen on ip[")
+"""Keywords at least one of which every line `mentions_network` accepts holds."""
+
+
 def mentions_network(text: str) -> bool:
     """Whether a line may be a network step: three `in` tests for most lines (every HCCL INFO
     line of a busy plog passes here)."""
