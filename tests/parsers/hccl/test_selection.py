@@ -80,3 +80,11 @@ def test_keywords_across_a_multi_line_record_and_non_ascii_text_map_to_their_rec
     parser = StreamParser(LocalClock(timezone.utc), path="/x/plog/plog-1_1.log", host="h")
     records = parser.feed(("\n".join(lines) + "\n").encode(), 0) + parser.flush()
     assert selection.host_positions(records) == [1, 3]
+
+
+def test_a_lone_surrogate_in_a_record_read_back_from_json_does_not_stop_the_batch() -> None:
+    parser = StreamParser(LocalClock(timezone.utc), path="/x/plog/plog-1_1.log", host="h")
+    line = "[INFO] HCCL(1,p):2026-01-14-09:12:03.000.001 [a.cc:1] [1]x SetupAgent rankNum[8]\n"
+    records = parser.feed(line.encode(), 0) + parser.flush()
+    records[0].original = "\udc80" + records[0].original
+    assert selection.host_positions(records) == [0]

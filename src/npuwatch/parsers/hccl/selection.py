@@ -17,7 +17,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, compress, count, repeat
-from operator import attrgetter, contains, not_, or_
+from operator import attrgetter, contains, methodcaller, not_, or_
 
 import re2  # type: ignore[import-untyped]
 
@@ -48,8 +48,10 @@ _OWN_WORDS = (
 MAY_MATTER_WORDS = (*IDENTITY_WORDS, *NETWORK_WORDS, *_OWN_WORDS)
 """Every keyword `may_matter` can accept a line by: a line without one of them does not
 matter (a test reads the keywords out of the functions themselves)."""
-_ANY_WORD = re2.compile("|".join(map(re.escape, MAY_MATTER_WORDS)))
+_ANY_WORD = re2.compile("|".join(map(re.escape, MAY_MATTER_WORDS)).encode())
 _PLUS_ONE = (1).__add__
+_UTF8 = methodcaller("encode", "utf-8", "surrogatepass")
+"""(A record read from JSON may hold a lone surrogate: it must not stop the batch.)"""
 
 
 def may_matter(text: str) -> bool:
@@ -89,9 +91,10 @@ def _mentioning(positions: list[int], texts: list[str]) -> list[int]:
     keyword, then the exact test on the texts it found."""
     if not texts:
         return []
-    starts = list(accumulate(map(_PLUS_ONE, map(len, texts)), initial=0))
+    encoded = list(map(_UTF8, texts))  # (RE2 gives byte offsets; on str it converts each)
+    starts = list(accumulate(map(_PLUS_ONE, map(len, encoded)), initial=0))
     found = dict.fromkeys(
-        bisect_right(starts, match.start()) - 1 for match in _ANY_WORD.finditer("\n".join(texts))
+        bisect_right(starts, match.start()) - 1 for match in _ANY_WORD.finditer(b"\n".join(encoded))
     )
     return [positions[index] for index in found if may_matter(texts[index])]
 
