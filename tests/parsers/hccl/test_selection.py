@@ -70,16 +70,31 @@ def test_the_batch_selection_picks_what_line_by_line_tests_pick_in_every_fixture
         assert selection.host_positions(records) == expected, path
 
 
-def test_keywords_across_a_multi_line_record_and_non_ascii_text_map_to_their_record() -> None:
-    lines = [
-        "[INFO] HCCL(1,p):2026-01-14-09:12:03.000.001 [a.cc:1] [1]配置 中文 nothing here",
-        "[INFO] HCCL(1,p):2026-01-14-09:12:03.000.002 [a.cc:1] [1]行 SetupAgent rankNum[8], rank[3]",
-        "[INFO] HCCL(1,p):2026-01-14-09:12:03.000.003 [a.cc:1] [1]plain",
-        "[INFO] HCCL(1,p):2026-01-14-09:12:03.000.004 [a.cc:1] [1]Listen on ip[10.0.0.1], port[1]",
-    ]
+def hccl_lines(bodies: list[str]) -> list[Record]:
+    text = "".join(
+        f"[INFO] HCCL(1,p):2026-01-14-09:12:03.{n:06d} [a.cc:1] [1]{body}\n"
+        for n, body in enumerate(bodies)
+    )
     parser = StreamParser(LocalClock(timezone.utc), path="/x/plog/plog-1_1.log", host="h")
-    records = parser.feed(("\n".join(lines) + "\n").encode(), 0) + parser.flush()
-    assert selection.host_positions(records) == [1, 3]
+    return parser.feed(text.encode(), 0) + parser.flush()
+
+
+@pytest.mark.parametrize("filler", [3, 200])
+def test_keywords_in_non_ascii_text_map_to_their_record_in_small_and_large_batches(
+    filler: int,
+) -> None:
+    """200 op lines take the batch search, 3 the line-by-line test: both pick the same."""
+    bodies = [f"配置 中文 HcclAllReduce op {n} count[1024]" for n in range(filler)]
+    bodies[1] = "行 SetupAgent rankNum[8], rank[3]"
+    bodies.append("Listen on ip[10.0.0.1], port[1]")
+    records = hccl_lines(bodies)
+    assert selection.host_positions(records) == [1, len(bodies) - 1]
+
+
+def test_a_large_batch_most_of_whose_lines_matter_picks_every_one() -> None:
+    """A root's list of connected ranks: thousands of lines, every one of them read."""
+    bodies = [f"connected rankinfo[LINE {n}]: [{n:016d}];" for n in range(300)]
+    assert selection.host_positions(hccl_lines(bodies)) == list(range(300))
 
 
 def test_a_lone_surrogate_in_a_record_read_back_from_json_does_not_stop_the_batch() -> None:
