@@ -24,16 +24,13 @@ from npuwatch.analysis.correlation.graph import Node, walk
 from npuwatch.analysis.correlation.incident import Incident, Place
 from npuwatch.analysis.correlation.kinds import KINDS
 from npuwatch.analysis.correlation.prepare import TIMEOUT_CLASSES, Ev, Prepared, window_us
+from npuwatch.analysis.correlation.probes import probed
 from npuwatch.analysis.correlation.timeouts import timeout_finding
 from npuwatch.parsers.hccl.model import Evidence, ProcessKey
 
 _EVIDENCE_LINES = 8
 _WAITING_CLASSES = TIMEOUT_CLASSES | {"aicpu_notify", "transport_init", "weak"}
 """Events that say "I waited": who reported one is a victim unless it is the root."""
-
-
-_LOCATES_NOTHING = frozenset({"weak_timeout_unlocated", "transport_init_unlocated"})
-"""Link-setup verdicts that name nobody: HCCL's connection probe, where it ran, names the link."""
 
 
 def decide(prepared: Prepared, evs: list[Ev]) -> Incident:
@@ -52,7 +49,7 @@ def decide(prepared: Prepared, evs: list[Ev]) -> Incident:
         or _errors_only(fault)
     )
     if probes:
-        finding = _probed(fault, finding, probes)
+        finding = probed(fault, finding, probes)
     return _incident(fault, finding)
 
 
@@ -276,41 +273,6 @@ def _errors_only(fault: Fault) -> Finding:
     return Finding(
         "errors_without_timeout", roots, [], "errors without a timeout that names a peer"
     )
-
-
-def _probed(fault: Fault, finding: Finding, probes: list[Ev]) -> Finding:
-    """HCCL's connection probe, a hint (formats/hccl-init-and-link.md §1.2): it names the link
-    when the verdict names nobody, and is said beside any other verdict, with whether the
-    verdict's root cause is an end of it."""
-    links: list[tuple[Node, Node]] = []
-    unheard = dict(fault.unheard)  # a hint's places are no one's "no logs" unless it decides
-    for ev in probes:
-        event = ev.event
-        source = fault.at_server(event.source_server or "", event.source_device)
-        target = fault.target(ev)
-        if target is not None and (source, target) not in links:
-            links.append((source, target))
-    if not links:
-        return finding
-    shown = "; ".join(
-        f"{fault.place(a).label()} failed to connect to {fault.place(b).label()}" for a, b in links
-    )
-    if finding.kind in _LOCATES_NOTHING and len(links) == 1:
-        fault.evs = sorted([*fault.evs, *probes], key=lambda e: (e.time_us or 0, e.process))
-        return Finding(
-            "link_network",
-            list(links[0]),
-            [],
-            f"HCCL's own connection probe says {shown}; the other lines name nobody",
-        )
-    fault.unheard = unheard
-    ends = {node for link in links for node in link}
-    agrees = any(root in ends for root in finding.roots)
-    fault.notes.append(
-        f"HCCL's connection probe: {shown}"
-        + ("" if agrees or not finding.roots else " (not an end of the root cause named here)")
-    )
-    return finding
 
 
 # -- the incident ---------------------------------------------------------------------------
