@@ -96,7 +96,7 @@ class CorrelatorService:
             ),
         ]
         self.input = CorrelationInput()
-        self._correlator = Correlator()
+        self._correlator = Correlator(input_is_complete=False)
         self.book = IncidentBook()
         self._verdicts: list[Incident] = []
         self._dirty = False
@@ -272,7 +272,7 @@ class CorrelatorService:
         cutoff = int((now - self._settings.lookback_s) * 1_000_000)
         forgotten = self.input.forget_before(cutoff)
         if forgotten:
-            self._correlator = Correlator()
+            self._correlator = Correlator(input_is_complete=False)
             self._correlator.add_all(self.input.everything())
             self._dirty = True
         if forgotten.documents:

@@ -416,3 +416,15 @@ def test_a_probe_beside_a_verdict_is_a_note_that_says_when_it_names_another_link
     notes = [note for note in incident.notes if note.startswith("HCCL's connection probe")]
     assert len(notes) == 1 and notes[0].endswith(says)
     assert [place.address for place in incident.unheard] == []
+
+
+def test_a_live_stream_never_takes_a_ranks_last_errors_for_a_fault() -> None:
+    """A quiet rank may be alive: at CANN's default log level a healthy rank writes nothing."""
+    items = job()
+    for rank in (6, 2):
+        key = ProcessKey(f"host-{'ab'[rank // 4]}", 100 + rank)
+        items.append(CollectiveEvent("error", key, T0 + 600 * S, module="RUNTIME"))
+    live = Correlator(input_is_complete=False)
+    live.add_all(items)
+    assert live.incidents() == []
+    assert [incident.kind for incident in verdicts(items)] == ["errors_without_timeout"]

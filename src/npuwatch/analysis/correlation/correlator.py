@@ -23,9 +23,13 @@ from npuwatch.parsers.hccl.model import Extracted, Fact, ProcessKey
 class Correlator:
     """Folds facts and events; `incidents()` gives the verdicts so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, input_is_complete: bool = True) -> None:
         self._logs: dict[ProcessKey, ProcessLog] = {}
         """Keyed by host and pid (the first life)."""
+        self._input_is_complete = input_is_complete
+        """A collection or journals read after the fact (scan, correlate --journal), not a live
+        stream: only then are a rank's last lines known to be its last (errors_only.py; at
+        CANN's default log level a healthy rank is silent too)."""
 
     def add(self, item: Extracted) -> None:
         self.add_all((item,))
@@ -54,7 +58,8 @@ class Correlator:
         views = {view.key: view for log in self._logs.values() for view in log.lives()}
         prepared = prepare(views)
         faults = failures(prepared)
-        faults += error_faults(prepared, faults)
+        if self._input_is_complete:
+            faults += error_faults(prepared, faults)
         incidents = [decide(prepared, group) for group in faults]
         return sorted(
             incidents,

@@ -5,13 +5,17 @@ takes the job down before any HCCL timeout can fire: the launcher stops every ra
 later, and no collective failure line is ever written. FaultDiag calls this "errors but no
 timeout" (101, CORRELATION.md §1.6 step 5) and blames every device with an error.
 
-An ERROR alone is not a fault, though: healthy jobs log ERRORs that change nothing, and a live
-reader sees them as they come. So a rank's errors open a fault only when they were its last
-words, as far as the input goes: the rank belongs to a communicator with other ranks in the
-input, no HCCL event put it in a fault already, and it was not heard of more than a grace
-after its last burst of errors began. Ranks whose last errors began within one execution
-timeout of each other are one fault (beyond it, HCCL would have reported a timeout if the
-job had still been waiting).
+An ERROR alone is not a fault, though: healthy jobs log ERRORs that change nothing. So a rank's
+errors open a fault only when they were its last words: the rank belongs to a communicator
+with other ranks in the input, no HCCL event put it in a fault already, and it was not heard
+of more than a grace after its last burst of errors began. Ranks whose last errors began
+within one execution timeout of each other are one fault (beyond it, HCCL would have reported
+a timeout if the job had still been waiting).
+
+Only where the input is complete (a collection, journals read after the fact): a live stream
+cannot tell a rank that died from one that is merely quiet, as every healthy rank is at CANN's
+default log level (ERROR), so the cluster service never opens these faults (Correlator's
+`input_is_complete`).
 """
 
 from __future__ import annotations
