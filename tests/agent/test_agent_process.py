@@ -356,3 +356,38 @@ def test_a_reused_inode_starting_with_the_same_bytes_is_read_whole_by_the_next_s
     code, err = stop(process)
     assert code == 0, err
     assert journal_lines(tmp_path) == Counter(first + second)
+
+
+def test_a_second_agent_on_the_same_state_directory_refuses_naming_the_first(
+    tmp_path: Path, notify: NotifySocket
+) -> None:
+    """Two agents on one state directory would journal every line twice and fight over the
+    cursors: the second refuses (exit 2, one line naming the first's pid), the lines are
+    journaled once, and a `kill -9` of the first leaves no stale lock behind."""
+    logs = tmp_path / "logs"
+    lines = [plog_line(100, number) for number in range(2000)]
+    append(plog_path(logs, 100), lines)
+    first = start_agent(tmp_path, notify)
+    try:
+        notify.wait_for("READY=1")
+        second = start_agent(tmp_path)
+        _, err = second.communicate(timeout=60)
+        assert second.returncode == 2
+        refusal = [line for line in err.decode().splitlines() if line.strip()]
+        assert len(refusal) == 1, refusal
+        assert f"in use by another npuwatch agent (pid {first.pid})" in refusal[0]
+        more = [plog_line(100, number) for number in range(2000, 2500)]
+        append(plog_path(logs, 100), more)
+        wait_until(lambda: not (Counter(lines + more) - journal_lines(tmp_path)))
+        assert journal_lines(tmp_path) == Counter(lines + more)
+    finally:
+        first.kill()
+        first.communicate(timeout=30)
+    third = start_agent(tmp_path)  # the lock went with the killed process
+    try:
+        time.sleep(2.0)
+        assert third.poll() is None
+    finally:
+        code, err = stop(third)
+    assert code == 0, err
+    assert journal_lines(tmp_path) == Counter(lines + more)

@@ -66,6 +66,7 @@ def test_under_umask_000_every_folder_of_the_state_is_0700_and_every_file_0600(
         ".": 0o700,
         "lib": 0o700,
         "lib/npuwatch": 0o700,
+        "lib/npuwatch/agent.lock": 0o600,
         "lib/npuwatch/cursors.json": 0o600,
         "lib/npuwatch/journal": 0o700,
         "lib/npuwatch/journal/segment-00000001.db": 0o600,
@@ -98,6 +99,7 @@ def test_a_state_directory_an_older_version_made_with_the_umask_modes_is_tighten
         assert agent.stop(timeout=20)
     assert modes_under(state) == {
         ".": 0o700,
+        "agent.lock": 0o600,
         "cursors.json": 0o600,
         "journal": 0o700,
         "journal/segment-00000001.db": 0o600,

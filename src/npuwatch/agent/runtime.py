@@ -59,6 +59,7 @@ from npuwatch.sinks.prometheus.device_metrics import DeviceMetrics
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
+from npuwatch.state_lock import hold_state_directory
 
 log = logging.getLogger("npuwatch.agent")
 
@@ -77,6 +78,7 @@ class Agent:
         self._sink_stop = threading.Event()
         self._wake = threading.Event()
         private_directory(topology.state_directory)  # 0700: the journal holds whole log lines
+        self._state_lock = hold_state_directory(topology.state_directory)  # one agent a folder
         self.journal = Journal(topology.journal.directory, topology.journal.settings)
         self.journal.open()
         self.metrics.journal_segments_quarantined.inc(self.journal.quarantined)
@@ -363,7 +365,8 @@ class Agent:
             self.metrics_server.stop()
         if drained:
             self.journal.close()
-        else:
+            self._state_lock.release()
+        else:  # (threads may still write: the lock goes with the process)
             log.error("could not drain within the stop timeout; the rest is read again at start")
         return drained
 
@@ -380,6 +383,7 @@ class Agent:
         if self.metrics_server is not None:  # a killed process's socket closes with it
             self.metrics_server.stop()
         self.journal.close()
+        self._state_lock.release()
 
 
 def _left(deadline: float) -> float:

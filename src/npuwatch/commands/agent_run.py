@@ -28,6 +28,7 @@ from npuwatch.private_files import UnsafeFolder
 from npuwatch.problems import Problems
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
 from npuwatch.sinks.search.engine import quiet_client_logs
+from npuwatch.state_lock import StateDirectoryBusy
 
 log = logging.getLogger("npuwatch.agent")
 
@@ -60,7 +61,7 @@ def run_agent(args: argparse.Namespace) -> int:
     topology = _build(args)
     try:
         agent = Agent(topology)
-    except UnsafeFolder as refusal:
+    except (UnsafeFolder, StateDirectoryBusy) as refusal:
         raise Problems([str(refusal)]) from None
     except (OSError, sqlite3.Error) as error:
         raise Problems(
