@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections import Counter
 
 from npuwatch.analysis.correlation.prepare import GRACE_S, Ev, Prepared
-from npuwatch.parsers.hccl.model import ProcessKey
 
 
 def error_faults(prepared: Prepared, faults: list[list[Ev]]) -> list[list[Ev]]:
@@ -81,14 +80,8 @@ def _shared_communicators(prepared: Prepared) -> Counter[str | None]:
 
 
 def _one_communicator(fault: list[Ev]) -> list[Ev]:
-    """The fault's events under the communicator most of its ranks share (a rank is in a
-    world group and in smaller ones)."""
+    """The fault's events (one a rank: `prepared.errors` holds each rank's first) under the
+    communicator most of its ranks share (a rank is in a world group and in smaller ones)."""
     common: Counter[str | None] = Counter(ev.communicator for ev in fault)
     communicator = common.most_common(1)[0][0]
-    keys: set[ProcessKey] = set()
-    out: list[Ev] = []
-    for ev in fault:
-        if ev.process not in keys:
-            keys.add(ev.process)
-            out.append(ev._replace(communicator=communicator))
-    return out
+    return [ev._replace(communicator=communicator) for ev in fault]
