@@ -29,17 +29,17 @@ from npuwatch.journal.event_search import search_events
 from npuwatch.journal.query import search
 from npuwatch.journal.question import Question
 from npuwatch.journal.rows import FileSource, StoredRecord
-from npuwatch.journal.segment import EventRow
-from npuwatch.journal.store import CommitBatch, list_segments
+from npuwatch.journal.segment import EventRow, Segment
+from npuwatch.journal.store import list_segments, segment_path
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from tests.journal.journal_builder import (
     JournalContents,
     LogFile,
     cann_line,
     epoch_us,
+    newest_sequence,
     rule_events,
     write_journal,
-    write_segment,
 )
 
 T0 = epoch_us("2025-09-14T09:30:00")
@@ -545,8 +545,12 @@ def test_an_event_journaled_in_two_segments_is_found_once(tmp_path: Path) -> Non
     contents = write_journal(tmp_path, [plog])
     rows = contents.events
     assert len(rows) >= 2
-    # A replay after a crash journals the last events again, in the next segment.
-    write_segment(tmp_path, [CommitBatch(events=rows[-2:])])
+    # A replay after a crash journaled the last events again, in the next segment (earlier
+    # agents did; the journal now keeps the segment before from being repeated).
+    sequence = newest_sequence(tmp_path) + 1
+    repeat = Segment(segment_path(tmp_path, sequence), sequence)
+    repeat.append([], rows[-2:], [], [], written_us=0, snapshot=True)
+    repeat.close()
     rows_on_disk = 0
     for _, path in list_segments(tmp_path):
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:

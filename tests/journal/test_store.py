@@ -7,7 +7,7 @@ import logging
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from npuwatch.journal.store import (
 from tests.journal.conftest import (
     checkpoint,
     epoch_us,
+    event,
     numbered_blocks,
     open_segment_files,
     segment_files,
@@ -440,3 +441,36 @@ def test_a_journal_an_older_version_made_with_the_umask_modes_is_tightened_at_op
         "segment-00000010.db": 0o600,  # one past the quarantined 9
     }
     assert stored_texts(segment_path(directory, 1)) == steps(0, 3)
+
+
+def written_at(path: Path, when_s: float) -> None:
+    os.utime(path, (when_s, when_s))
+
+
+def test_a_restart_the_same_day_writes_on_in_the_newest_segment_and_a_new_day_starts_one(
+    tmp_path: Path,
+) -> None:
+    first = write_segment(
+        tmp_path, CommitBatch(events=[event("a")], checkpoints=[checkpoint("f", 10)])
+    )
+    written_at(segment_path(tmp_path, first), NOON_S)
+    with opened(tmp_path, clock=lambda: NOON_S + 3600) as journal:
+        journal.commit(CommitBatch(events=[event("b")]))
+    assert segment_files(tmp_path) == ["segment-00000001.db"]
+    written_at(segment_path(tmp_path, first), NOON_S + 3600)
+    with opened(tmp_path, clock=lambda: NOON_S + DAY_S) as journal:
+        # A replay after the restart fires "a" and "b" again: the segment before holds them.
+        journal.commit(CommitBatch(events=[event("a"), event("b"), event("c")]))
+        assert set(journal.checkpoints) == {"f"}
+    assert segment_files(tmp_path) == ["segment-00000001.db", "segment-00000002.db"]
+    with closing(Segment(segment_path(tmp_path, 2), 2, readonly=True)) as second:
+        assert [id_ for _, id_, _ in second.events_after(0, 10)] == ["c"]
+
+
+def test_a_segment_past_its_size_bound_is_not_written_on_after_a_restart(tmp_path: Path) -> None:
+    settings = JournalSettings(segment_bytes=1)
+    first = write_segment(tmp_path, CommitBatch(checkpoints=[checkpoint("f", 10)]))
+    written_at(segment_path(tmp_path, first), NOON_S)
+    with opened(tmp_path, settings) as journal:
+        journal.commit(CommitBatch(events=[event("a")]))
+    assert segment_files(tmp_path) == ["segment-00000001.db", "segment-00000002.db"]

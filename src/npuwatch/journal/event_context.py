@@ -141,8 +141,13 @@ class EventContexts:
                 }
         if not self.lost and not self._blocks.damage.segments:  # damage was said already
             log.warning(
-                "the context of an event is no longer in the journal (its records' segment was "
-                "removed before the event was read, or is damaged); the event is given without it"
+                "the records around an event of %s at offset %s were not found in segment %d "
+                "or the %d before it (removed by retention before the event was read, damaged, "
+                "or further back); the event is given without its context",
+                reference.get("file", "?"),
+                reference.get("at", "?"),
+                sequence,
+                SEGMENTS_AWAY,
             )
         self.lost += 1
         return {"before": [], "after": [], "lost": True}

@@ -429,6 +429,20 @@ class Segment:
     def last_event_seq(self) -> int:
         return self._last_key("events", "seq")
 
+    def known_events(self, ids: Sequence[str]) -> set[str]:
+        """Which of `ids` this segment holds events of (none it cannot read)."""
+        if not ids:
+            return set()
+        try:
+            rows = self._db.execute(
+                f"SELECT id FROM events WHERE id IN ({','.join('?' * len(ids))})", list(ids)
+            ).fetchall()
+        except sqlite3.DatabaseError as error:
+            if not (_missing_table(error) or is_damage(error)):
+                raise
+            return set()
+        return {str(row[0]) for row in rows}
+
     def events_after(self, seq: int, limit: int) -> list[tuple[int, str, str]]:
         """(seq, event id, document JSON) of the events after `seq` (up to `limit`; fewer
         when some of a page's texts are damaged, none only at the end)."""

@@ -1,7 +1,8 @@
 """The journal: a directory of segments, one written at a time, with retention and quarantine.
 
 Segments are named `segment-<sequence>.db` and only ever grow, then close: a new one starts at
-each UTC day and when the active one passes its size bound. Every new segment begins with the full
+each UTC day and when the active one passes its size bound; a restart goes on writing the newest
+one when it is sound, of the day and under its bound. Every new segment begins with the full
 set of checkpoints, so the newest readable segment alone tells where every file stands; when it is
 lost (a hard reset that corrupted it), the one before it does, and the agent reads again exactly
 what the lost segment held, as long as the files still exist.
@@ -126,6 +127,9 @@ class Journal:
         self.settings = settings or JournalSettings()
         self._clock = clock
         self._active: Segment | None = None
+        self._previous: Segment | None = None
+        """The segment before the active one, read-only: what a replay may repeat."""
+        self._previous_looked_for = False
         self._active_day = -1
         self.checkpoints: dict[str, Checkpoint] = {}
         self.quarantined = 0
@@ -144,12 +148,37 @@ class Journal:
                 continue
             if segment.has_checkpoints():
                 self.checkpoints = {c.file_key: c for c in segment.checkpoints()}
+                if self._may_continue(segment):
+                    self._active = segment
+                    self._active_day = self._day_of(segment.path)
+                    return
                 segment.close()
                 break
             # A segment created just before a crash, before its first commit: it holds nothing.
             segment.close()
             self._delete(path)
         self._start_segment()
+
+    def _may_continue(self, segment: Segment) -> bool:
+        """Whether the agent goes on writing the newest segment rather than starting one: when
+        it is sound, of today and under its size bound, and no newer one was set aside (a
+        reader's position in a quarantined segment is past it: what it got next would never be
+        read). A start used to open a new segment each time: a service restarted every few
+        seconds made thousands, and an event's context, a few segments back, was not found."""
+        if segment.sequence != self._next_sequence() - 1:
+            return False
+        if self._day_of(segment.path) != int(self._clock() * 1_000_000) // _DAY_US:
+            return False
+        return segment_bytes_on_disk(segment.path) < self.settings.segment_bytes
+
+    @staticmethod
+    def _day_of(path: Path) -> int:
+        """The UTC day a segment was last written (a segment rolls at the first commit of a new
+        day, so that is the day it holds)."""
+        try:
+            return int(path.stat().st_mtime * 1_000_000) // _DAY_US
+        except FileNotFoundError:
+            return -1
 
     def _set_aside_what_is_no_file(self) -> None:
         """Move to quarantine whatever has a segment's name and is no regular file (a folder, a
@@ -222,6 +251,7 @@ class Journal:
             raise
         if self._active is not None:
             self._active.close()
+        self._close_previous()
         self._active = segment
         self._active_day = int(self._clock() * 1_000_000) // _DAY_US
         self._snapshot_pending = True
@@ -238,6 +268,7 @@ class Journal:
         return max(used, default=0) + 1
 
     def close(self) -> None:
+        self._close_previous()
         if self._active is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._active.checkpoint_wal()
@@ -260,7 +291,7 @@ class Journal:
             snapshot = self._snapshot_pending
             self._active.append(
                 batch.blocks,
-                batch.events,
+                self._not_yet_journaled(batch.events),
                 checkpoints.values() if snapshot else batch.checkpoints,
                 batch.forget,
                 now_us,
@@ -273,6 +304,40 @@ class Journal:
             raise JournalUnavailable(f"{error.strerror or error}") from error
         self._snapshot_pending = False
         self.checkpoints = checkpoints
+
+    def _not_yet_journaled(self, events: list[EventRow]) -> list[EventRow]:
+        """`events` without those the segment before the active one holds already. After a
+        restart the rules read again the records they keep as context, and an event they had
+        journaled fires again with the same id: the active segment ignores a repeat of its own,
+        and this keeps one of the segment before from being journaled twice (a sink that cannot
+        overwrite by id, a console or an alert receiver, would say it twice)."""
+        if not events:
+            return events
+        previous = self._previous_segment()
+        if previous is None:
+            return events
+        known = previous.known_events([event.id for event in events])
+        return [event for event in events if event.id not in known] if known else events
+
+    def _previous_segment(self) -> Segment | None:
+        """Opened at the first event after a start or a roll (retention may delete it later;
+        a read that fails then is taken as "holds none")."""
+        assert self._active is not None
+        if self._previous_looked_for:
+            return self._previous
+        self._previous_looked_for = True
+        older = [(s, p) for s, p in list_segments(self.directory) if s < self._active.sequence]
+        if older:
+            sequence, path = older[-1]
+            with contextlib.suppress(FileNotFoundError, sqlite3.DatabaseError):
+                self._previous = Segment(path, sequence, readonly=True, being_made=False)
+        return self._previous
+
+    def _close_previous(self) -> None:
+        if self._previous is not None:
+            self._previous.close()
+            self._previous = None
+        self._previous_looked_for = False
 
     def _should_roll(self, now_us: int) -> bool:
         assert self._active is not None
