@@ -46,6 +46,12 @@ class SelfMetrics:
             "Bytes known to be lost in files deleted before they were read.",
             registry=r,
         )
+        self.files_deleted_while_stopped = Counter(
+            "npuwatch_files_deleted_while_stopped",
+            "Files followed before the agent stopped and gone when it started again: what they "
+            "gained while it was stopped, if anything, is not known (logged at start).",
+            registry=r,
+        )
         self.source_problems = Counter(
             "npuwatch_source_problems",
             "Files or folders skipped: unreadable, not a regular file, vanished, not watched.",

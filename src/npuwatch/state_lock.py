@@ -61,8 +61,11 @@ def hold_state_directory(folder: Path) -> StateLock:
     except BaseException:
         os.close(descriptor)
         raise
-    os.ftruncate(descriptor, 0)
-    os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    try:
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    except OSError:  # a full disk: the lock holds without the pid, which only names the holder
+        pass
     return StateLock(descriptor)
 
 

@@ -80,7 +80,11 @@ class Agent:
         private_directory(topology.state_directory)  # 0700: the journal holds whole log lines
         self._state_lock = hold_state_directory(topology.state_directory)  # one agent a folder
         self.journal = Journal(topology.journal.directory, topology.journal.settings)
-        self.journal.open()
+        try:
+            self.journal.open()
+        except BaseException:  # a full disk (JournalUnavailable): the caller waits for room
+            self._state_lock.release()
+            raise
         self.metrics.journal_segments_quarantined.inc(self.journal.quarantined)
         sources = topology.sources
         half = max(sources.queue_bytes // 2, 1)

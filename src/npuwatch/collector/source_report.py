@@ -37,6 +37,27 @@ class SourceReport:
             how_much = f"{'' if exact else 'at least '}{unread} bytes unread"
         log.warning("%s was deleted before it was read to the end (%s)", shown_path(path), how_much)
 
+    def gone_while_stopped(self, paths: list[tuple[str, int]]) -> None:
+        """Files followed before the agent stopped and deleted before it started again, with
+        the bytes known unread at the last checkpoint: those above nothing are losses (`lost`);
+        for every one, what it gained after the checkpoint is not known, and is said so, in one
+        line for them all (CANN deletes a process's old files by the dozen)."""
+        if not paths:
+            return
+        self._metrics.files_deleted_while_stopped.inc(len(paths))
+        for path, unread in paths:
+            self.lost(path, unread, exact=False)
+        shown = ", ".join(shown_path(path) for path, _ in paths[:3])
+        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+        log.warning(
+            "%d file(s) followed before the agent stopped were deleted before it started again "
+            "(%s%s): what was written to them after the last checkpoint, if anything, is lost "
+            "and its size is not known",
+            len(paths),
+            shown,
+            more,
+        )
+
     def problem(self, path: str, problem: str, reason: SourceProblemReason = "unreadable") -> None:
         """`path` is skipped; said once per path and problem."""
         if (path, problem) in self._reported:

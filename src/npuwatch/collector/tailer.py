@@ -108,6 +108,8 @@ class FileTailer:
         self._report = SourceReport(metrics)
         self.events = FileEvents()
         """Where the watcher's file events go."""
+        self._rotated: set[tuple[int, int]] = set()
+        """Files renamed since they were last read to their end (see `_finish_rotated`)."""
         self._dropped: set[str] = set()
         """Files whose batch was dropped by a stop (see `flush_assembled`)."""
 
@@ -127,17 +129,16 @@ class FileTailer:
         for key, tailed in list(self.files.items()):
             if key not in seen:
                 self._vanished(tailed)
+        gone: list[tuple[str, int]] = []
         for key, checkpoint in list(self._stored.items()):
             if key not in seen and Path(checkpoint.path).parent.is_dir():
                 # Deleted while the agent was stopped; a missing folder may be an unmounted
                 # file system, so its checkpoints wait. It may have grown after the checkpoint.
                 del self._stored[key]
-                self._gone(
-                    checkpoint.file_key,
-                    checkpoint.path,
-                    checkpoint.size - checkpoint.offset,
-                    exact=False,
-                )
+                unread = checkpoint.size - checkpoint.offset
+                gone.append((checkpoint.path, unread))
+                self._emit(FileGone(checkpoint.file_key, checkpoint.path, max(unread, 0)))
+        self._report.gone_while_stopped(gone)
         self._update_gauges()
 
     def _take_hints(self) -> None:
@@ -199,7 +200,9 @@ class FileTailer:
             if not self._empty.renamed(key, path) and not self._empty.is_let_go(key, status):
                 self._follow(path, status)
             return
-        tailed.path = path  # renamed: the same file under another name
+        if tailed.path != path:  # renamed: the same file under another name
+            tailed.path = path
+            self._rotated.add(key)
         tailed.deleted_at = None  # here it is, after an event said its old name was gone
         if status.st_size != tailed.size or status.st_mtime != tailed.mtime:
             tailed.size = status.st_size
@@ -370,8 +373,31 @@ class FileTailer:
             else:
                 tailed.behind_since = None
         self._metrics.read_lag.set(lag)
+        self._finish_rotated()
         self._update_gauges()
         return read
+
+    def _finish_rotated(self) -> None:
+        """Hand on at once the last record of a file read to its end that was deleted or
+        renamed (rotated): its writer has moved on, and waiting for the idle flush left the
+        record uncommitted for seconds, lost to a `kill -9` when the file was gone by the
+        restart. A deleted file is finished; a renamed one keeps being followed."""
+        for tailed in [t for t in self._open.values() if t.unread == 0]:
+            if tailed.deleted_at is not None:
+                self._finish(tailed)
+        for key in list(self._rotated):
+            renamed = self.files.get(key)
+            if renamed is None:
+                self._rotated.discard(key)
+                continue
+            if renamed.unread != 0:
+                continue  # read to its end first: the record may go on in what is unread
+            self._rotated.discard(key)
+            batch = renamed.flush_assembled()
+            if batch is not None:
+                self._send(batch)
+                if not renamed.holds_data:  # no partial line left for the idle flush
+                    self._closed_holding.pop(key, None)
 
     def _refresh(self, tailed: TailedFile) -> None:
         assert tailed.fd is not None

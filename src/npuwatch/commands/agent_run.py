@@ -17,6 +17,7 @@ import signal
 import sqlite3
 import sys
 import threading
+import time
 import warnings
 from types import FrameType
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from npuwatch.agent.runtime import Agent
 from npuwatch.agent.topology import Topology, build
 from npuwatch.config import Config, config_path_from, load_config
+from npuwatch.journal.store import JournalUnavailable
 from npuwatch.private_files import UnsafeFolder
 from npuwatch.problems import Problems
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
@@ -59,15 +61,59 @@ def run_agent(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         quiet_client_logs()
     topology = _build(args)
+    agent = _start_when_there_is_room(topology)
+    return 0 if agent is None else _serve(agent, args)
+
+
+FULL_DISK_RETRY_S = 5.0
+"""How often a start on a full disk tries the journal again (as a running agent's commits do)."""
+
+
+def _start_when_there_is_room(topology: Topology) -> Agent | None:
+    """The agent, made once its journal can be opened: on a full disk it waits, as a running
+    agent pauses reading (exiting made systemd restart it every 5 s, and each start said the
+    same error). None when stopped (SIGTERM, SIGINT) while it waits."""
+    stop = threading.Event()
+    notifier = SystemdNotifier.from_environ(os.environ)
+    waiting_since: float | None = None
+    previous = {
+        number: signal.signal(number, lambda signum, frame: stop.set())
+        for number in (signal.SIGTERM, signal.SIGINT)
+    }
     try:
-        agent = Agent(topology)
-    except (UnsafeFolder, StateDirectoryBusy) as refusal:
-        raise Problems([str(refusal)]) from None
-    except (OSError, sqlite3.Error) as error:
-        raise Problems(
-            [f"cannot start: {error} (is the state directory writable and not full?)"]
-        ) from None
-    return _serve(agent, args)
+        while not stop.is_set():
+            try:
+                return Agent(topology)
+            except (UnsafeFolder, StateDirectoryBusy) as refusal:
+                raise Problems([str(refusal)]) from None
+            except JournalUnavailable as error:
+                if waiting_since is None:
+                    waiting_since = time.monotonic()
+                    log.warning(
+                        "the journal in %s cannot be opened: %s; waiting for room (nothing is "
+                        "read meanwhile; the log files wait on their disk), trying again every "
+                        "%.0f s",
+                        topology.journal.directory,
+                        error,
+                        FULL_DISK_RETRY_S,
+                    )
+                    notifier.ready("waiting for room on the state directory's disk")
+                notifier.watchdog()
+                stop.wait(FULL_DISK_RETRY_S)
+            except (OSError, sqlite3.Error) as error:
+                raise Problems(
+                    [f"cannot start: {error} (is the state directory writable and not full?)"]
+                ) from None
+        return None
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if waiting_since is not None and not stop.is_set():
+            log.warning(
+                "the journal has room again after %.0f s: starting",
+                time.monotonic() - waiting_since,
+            )
+        notifier.close()
 
 
 def _build(args: argparse.Namespace) -> Topology:

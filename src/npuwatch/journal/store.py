@@ -78,6 +78,24 @@ class JournalUnavailable(Exception):
     """The journal cannot take writes now (disk full, read-only file system); retry later."""
 
 
+ROOM_BYTES = 256 * 1024
+"""Free bytes below which a write error is taken as a full disk, not damage (a segment's -shm
+file alone takes 32 KiB)."""
+
+
+def no_room(directory: Path) -> bool:
+    """Whether the file system of `directory` (or of its nearest existing parent) is full."""
+    for folder in (directory, *directory.parents):
+        try:
+            status = os.statvfs(folder)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        return status.f_bavail * status.f_frsize < ROOM_BYTES
+    return False
+
+
 def segment_path(directory: Path, sequence: int) -> Path:
     return directory / segment_file_name(sequence)
 
@@ -139,7 +157,20 @@ class Journal:
     # --- opening --------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Check the newest segments, load the checkpoints, and choose the segment to write."""
+        """Check the newest segments, load the checkpoints, and choose the segment to write;
+        JournalUnavailable when the disk has no room for that (nothing is set aside then)."""
+        try:
+            self._open()
+        except JournalUnavailable:
+            self.close()
+            raise
+        except (OSError, sqlite3.OperationalError) as error:
+            if not no_room(self.directory):
+                raise
+            self.close()
+            raise JournalUnavailable(f"{error} (the disk is full)") from error
+
+    def _open(self) -> None:
         self._set_aside_what_is_no_file()
         self._make_private()
         for sequence, path in reversed(list_segments(self.directory)):
@@ -225,6 +256,13 @@ class Journal:
             segment = Segment(path, sequence, self.settings.sync)
             problem = segment.quick_check()
         except sqlite3.DatabaseError as error:  # the check itself failed: closed below
+            if isinstance(error, sqlite3.OperationalError) and no_room(self.directory):
+                # SQLite says "disk I/O error" when it cannot make the segment's -shm file on
+                # a full disk: the segment is sound, and setting it aside would lose its
+                # checkpoints (every file read again from its start).
+                if segment is not None:
+                    segment.close()
+                raise JournalUnavailable(f"{error} (the disk is full)") from error
             problem = str(error)
         if problem is None and segment is not None:
             return segment
