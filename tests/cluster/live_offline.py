@@ -9,6 +9,13 @@ The agent has no one-shot mode: each one follows a copy of its host's folder unt
 checkpoints say every file it follows was journaled to its end, and is then stopped with
 SIGTERM, which closes every open failure block and writes every changed process document (what
 a job that stopped writing and an agent stopped later would leave).
+
+The copy is written while the agent runs: each file starts with its records up to a pause in
+its own times near its middle, and the rest is appended in parts (cut at its later pauses) once
+the agent follows it, its modification time kept as the original's: the agents read the logs as
+a job writes them, not whole. With an engine (`Shipping`),
+the agents also ship to it, and `npuwatch correlate --once` reads what they shipped: the third
+path from the same lines to the same verdict.
 """
 
 from __future__ import annotations
@@ -31,6 +38,12 @@ from npuwatch.analysis.scan_hosts import collection_base, collection_hosts
 from npuwatch.collector.discovery import FileFilter
 from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import list_segments
+from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
+from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
+from npuwatch.sinks.search.engine import Connection, SearchEngine
+from npuwatch.sinks.search.engines import connect
+from npuwatch.sinks.search.streams import events_stream, state_index
+from tests.cluster.fixture_hosts import collective_rows, journaled_states
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
 
@@ -83,10 +96,34 @@ def split_hosts(root: Path) -> Collection | str:
     return Collection(root, {name: base / name for name in names}, single=False)
 
 
-def agent_config(host: str, logs: Path, state: Path) -> str:
+@dataclass(frozen=True)
+class Shipping:
+    """The search engine the agents of a collection ship to, in a namespace of its own."""
+
+    url: str
+    namespace: str
+
+    def sink(self) -> str:
+        return f"""
+[sinks.elasticsearch]
+enabled = true
+flavour = "opensearch"
+hosts = [{json.dumps(self.url)}]
+namespace = {json.dumps(self.namespace)}
+max_backoff = "1s"
+[collective]
+heartbeat_interval = "1s"
+"""
+
+
+def agent_config(host: str, logs: Path, state: Path, shipping: Shipping | None = None) -> str:
     """A real agent's configuration, as a site would write it, with short pauses: follow
-    `logs` as `host`, journal in `state`; no device polling (no npu-smi here), no port."""
-    return f"""
+    `logs` as `host`, journal in `state` (and ship to `shipping`); no device polling (no npu-smi
+    here), no port."""
+    sink = shipping.sink() if shipping is not None else ""
+    return (
+        sink
+        + f"""
 [agent]
 host_name = {json.dumps(host)}
 state_directory = {json.dumps(str(state))}
@@ -103,6 +140,7 @@ enabled = false
 [sinks.prometheus]
 enabled = false
 """
+    )
 
 
 @dataclass
@@ -113,6 +151,8 @@ class RunningAgent:
     process: subprocess.Popen[bytes]
     stderr: Path
     log: IO[bytes]
+    rest: list[Rest]
+    """What is still to be appended to its copy, file by file (`Started.write_the_rest`)."""
 
     def following(self) -> int | None:
         """How many files the agent said it follows once its first walk was done (its signal
@@ -159,14 +199,81 @@ def checkpointed(journal: Path) -> dict[str, int]:
     return {}
 
 
-def start_agent(host: str, folder: Path, work: Path) -> RunningAgent:
-    """`npuwatch agent` following a copy of `folder` as `host`."""
+@dataclass
+class Rest:
+    """The part of a copied file not written yet: `data` from `cuts[0]` on, in the parts the
+    cuts make."""
+
+    path: Path
+    data: bytes
+    cuts: list[int]
+    mtime_ns: int
+
+    def append(self, part: int, parts: int) -> None:
+        """Write part `part` of `parts` (a writer of whole records: each part ends at a record's
+        end, as CANN writes them), and give the file its original modification time again."""
+        start, end = self.cuts[part * len(self.cuts) // parts], len(self.data)
+        if part + 1 < parts:
+            end = self.cuts[(part + 1) * len(self.cuts) // parts]
+        if end > start:
+            with self.path.open("ab") as handle:
+                handle.write(self.data[start:end])
+        os.utime(self.path, ns=(self.mtime_ns, self.mtime_ns))
+
+
+_UTC = LocalClock(resolve_timezone("UTC"))
+PAUSE_IN_THE_LOGS_US = 5_000_000
+"""A file is cut only where its own times pause this long (the agent's `quiet_close` of a
+process's failure blocks): CANN writes a failure block's lines together, and the test's writer
+may pause for seconds between parts, which would end a block that the process did not end."""
+
+
+def pauses(data: bytes, name: str) -> list[int]:
+    """Where a record starts after a pause of its file's own times (see PAUSE_IN_THE_LOGS_US),
+    as npuwatch's parser reads the file."""
+    found = []
+    previous: int | None = None
+    for record in parse_bytes(data, _UTC, path=name):
+        now = record.timestamp_us
+        if now is not None and previous is not None and now - previous >= PAUSE_IN_THE_LOGS_US:
+            found.append(record.offset)
+        previous = now if now is not None else previous
+    return sorted(set(found))
+
+
+def copy_first_lines(folder: Path, logs: Path) -> list[Rest]:
+    """Copy `folder` to `logs` with each regular file cut at the pause in its times nearest
+    its middle (a file without one is copied whole); what is left of each, in parts cut at its
+    later pauses, to append later."""
+    shutil.copytree(folder, logs, symlinks=True)  # copy2: the modification times too
+    rests = []
+    for path in sorted(logs.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        cuts = [at for at in pauses(data, path.name) if at > 0]
+        if not cuts:
+            continue
+        first = min(range(len(cuts)), key=lambda n: abs(cuts[n] - len(data) // 2))
+        mtime_ns = path.stat().st_mtime_ns
+        with path.open("r+b") as handle:
+            handle.truncate(cuts[first])
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+        rests.append(Rest(path, data, cuts[first:], mtime_ns))
+    return rests
+
+
+def start_agent(
+    host: str, folder: Path, work: Path, shipping: Shipping | None = None
+) -> RunningAgent:
+    """`npuwatch agent` following a copy of `folder` as `host`, the copy's files cut after their
+    first lines (the rest is for `RunningAgent.write_rest`)."""
     work = work.resolve()  # the path the agent's checkpoints name
     logs = work / host / "logs"
-    shutil.copytree(folder, logs, symlinks=True)  # copy2: the modification times too
+    rest = copy_first_lines(folder, logs)
     state = work / host / "state"
     config = work / host / "npuwatch.toml"
-    config.write_text(agent_config(host, logs, state), "utf-8")
+    config.write_text(agent_config(host, logs, state, shipping), "utf-8")
     stderr = work / host / "agent.stderr"
     log = stderr.open("wb")
     process = subprocess.Popen(
@@ -176,7 +283,7 @@ def start_agent(host: str, folder: Path, work: Path) -> RunningAgent:
         stderr=log,
         env=environment(),
     )
-    return RunningAgent(host, logs, state, process, stderr, log)
+    return RunningAgent(host, logs, state, process, stderr, log, rest)
 
 
 def start_scan(collection: Collection) -> subprocess.Popen[str]:
@@ -198,6 +305,8 @@ class Outcome:
     live: list[dict[str, Any]]
     offline: list[dict[str, Any]]
     wrong: list[str]
+    engine: list[dict[str, Any]] | None = None
+    """`correlate --once` over what the agents shipped (None: they shipped nowhere)."""
 
 
 @dataclass
@@ -207,28 +316,71 @@ class Started:
     collection: Collection
     agents: list[RunningAgent]
     scan: subprocess.Popen[str]
+    work: Path
+    shipping: Shipping | None = None
 
     @classmethod
-    def start(cls, collection: Collection, work: Path) -> Started:
-        started = cls(collection, [], start_scan(collection))
+    def start(cls, collection: Collection, work: Path, shipping: Shipping | None = None) -> Started:
+        started = cls(collection, [], start_scan(collection), work, shipping)
         try:
             for host, folder in collection.hosts.items():
-                started.agents.append(start_agent(host, folder, work))
+                started.agents.append(start_agent(host, folder, work, shipping))
         except BaseException:
             started.abandon()
             raise
         return started
 
     def finish(self) -> Outcome:
-        """Each agent stopped once it journaled its files to their end, then `correlate
-        --journal` over their journals; and scan's incidents."""
+        """The rest of every file written while the agents follow them; each agent stopped once
+        it journaled its files to their end, then `correlate --journal` over their journals (and
+        `correlate --once` over what they shipped); and scan's incidents."""
         try:
-            wrong = self._stop_agents_when_read()
+            wrong = self.write_the_rest()
+            wrong += self._stop_agents_when_read()
             offline = scan_incidents(self.scan)
         finally:
             self.abandon()
         live = correlate_incidents([agent.state for agent in self.agents])
-        return Outcome(live, offline, wrong)
+        engine = None
+        if self.shipping is not None:
+            wrong += self._wait_until_shipped()
+            engine = correlate_once(self.shipping, self.work)
+        return Outcome(live, offline, wrong, engine)
+
+    def write_the_rest(self, parts: int = 2, pause_s: float = 0.05) -> list[str]:
+        """Once every agent follows its files, append what is left of them in `parts`, the
+        hosts' files interleaved, a pause between the parts (shorter than the agents' idle
+        flush: a record held for its continuation lines stays whole)."""
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while any(agent.following() is None for agent in self.agents):
+            if time.monotonic() > deadline or any(
+                a.process.poll() is not None for a in self.agents
+            ):
+                return ["an agent did not start following its files"]
+            time.sleep(0.05)
+        for part in range(parts):
+            for agent in self.agents:
+                for rest in agent.rest:
+                    rest.append(part, parts)
+            time.sleep(pause_s)
+        return []
+
+    def _wait_until_shipped(self) -> list[str]:
+        """Wait until the engine holds each agent's process documents, heartbeat and collective
+        events as its journal does; what never arrived."""
+        assert self.shipping is not None
+        engine = connect(Connection("opensearch", (self.shipping.url,)))
+        try:
+            waiting = {agent.host: agent.state for agent in self.agents}
+            deadline = time.monotonic() + READ_TIMEOUT_S
+            while waiting and time.monotonic() < deadline:
+                for host, state in list(waiting.items()):
+                    if in_the_engine(engine, self.shipping.namespace, host, state):
+                        del waiting[host]
+                time.sleep(0.2)
+            return [f"{host}: its documents did not all reach the engine" for host in waiting]
+        finally:
+            engine.close()
 
     def _stop_agents_when_read(self) -> list[str]:
         """What went wrong: an agent that exited before it was stopped, failed to stop, never
@@ -294,6 +446,32 @@ def scan_incidents(scan: subprocess.Popen[str]) -> list[dict[str, Any]]:
     return list(json.loads(out)["incidents"])
 
 
+def in_the_engine(engine: SearchEngine, namespace: str, host: str, state: Path) -> bool:
+    """Whether the engine holds every process document, heartbeat and collective event the
+    journal of `host`'s agent holds."""
+    on_host = {"term": {"host.name": host}}
+    topology = state_index(TOPOLOGY_STREAM, namespace)
+    events = {"bool": {"filter": [on_host, {"exists": {"field": "ascend.collective.kind"}}]}}
+    try:
+        engine.refresh(topology)
+        engine.refresh(events_stream(namespace))
+        return engine.count(topology, on_host) == journaled_states(state) and engine.count(
+            events_stream(namespace), events
+        ) == len(collective_rows(state))
+    except Exception:  # an index not made yet: nothing shipped so far
+        return False
+
+
+def correlate_once(shipping: Shipping, work: Path) -> list[dict[str, Any]]:
+    """`npuwatch correlate --once` over what the agents shipped to `shipping`."""
+    config = work / "correlator.toml"
+    config.write_text(shipping.sink() + '[correlate]\nlisten = "127.0.0.1:0"\n', "utf-8")
+    done = run_npuwatch("correlate", "--once", "--config", str(config), "--json", env=environment())
+    if done.returncode not in (0, 1):
+        raise CommandFailed(f"correlate --once exited with {done.returncode}: {done.stderr}")
+    return list(json.loads(done.stdout)["incidents"])
+
+
 def correlate_incidents(states: list[Path]) -> list[dict[str, Any]]:
     done = run_npuwatch("correlate", "--journal", *map(str, states), "--json", env=environment())
     if done.returncode not in (0, 1):
@@ -308,10 +486,18 @@ class StartsAhead:
     collection (unless started) and the next `ahead` in `roots` (the order the tests run in),
     then finishes it."""
 
-    def __init__(self, roots: list[Path], work: Callable[[], Path], ahead: int = 1) -> None:
+    def __init__(
+        self,
+        roots: list[Path],
+        work: Callable[[], Path],
+        ahead: int = 1,
+        shipping: Callable[[Path], Shipping] | None = None,
+    ) -> None:
+        """`shipping`: where the agents of a collection ship (None: nowhere)."""
         self._roots = roots
         self._work = work
         self._ahead = ahead
+        self._shipping = shipping
         self._started: dict[Path, Started] = {}
 
     def outcome(self, root: Path) -> Outcome:
@@ -320,7 +506,8 @@ class StartsAhead:
             if next_root not in self._started:
                 collection = split_hosts(next_root)
                 assert not isinstance(collection, str), collection
-                self._started[next_root] = Started.start(collection, self._work())
+                shipping = self._shipping(next_root) if self._shipping is not None else None
+                self._started[next_root] = Started.start(collection, self._work(), shipping)
         return self._started.pop(root).finish()
 
     def close(self) -> None:

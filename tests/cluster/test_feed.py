@@ -4,7 +4,7 @@ engine made again from what was kept gives the same verdicts."""
 from __future__ import annotations
 
 import json
-from datetime import timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from npuwatch.analysis.correlation import Correlator
@@ -134,20 +134,27 @@ def test_what_is_older_than_the_lookback_and_not_alive_is_forgotten() -> None:
     assert not fed.processes and not fed.events
 
 
+def ingested(document: dict[str, Any], at_us: int) -> dict[str, Any]:
+    """`document` as the engine's ingest pipeline stores it, taken at `at_us`."""
+    stamp = datetime.fromtimestamp(at_us / 1e6, timezone.utc).isoformat().replace("+00:00", "Z")
+    return {**document, "event": {**document["event"], "ingested": stamp}}
+
+
 def test_a_process_a_recent_heartbeat_lists_is_kept_and_a_silent_agent_is_forgotten() -> None:
+    """By when the engine took each document, not by the times its logs say."""
     fed = CorrelationInput()
-    old_us, now_us = 1_000_000, 200_000_000_000
+    old_us, now_us = 1_000_000_000_000, 200_000_000_000_000
     for pid in (1, 2):
         facts = ProcessFacts("host-a", pid, None)
-        facts.add(Fact(ProcessKey("host-a", pid), "logic_device", pid, old_us))
-        fed.take(
-            {"_id": facts.id, "_seq_no": pid, "_primary_term": 1, "_source": facts.to_document("1")}
-        )
-    alive = Heartbeat("host-a", now_us, 30.0, {2: now_us})
-    silent = Heartbeat("host-b", old_us, 30.0, {})
-    for seq_no, beat in enumerate((alive, silent), start=10):
+        facts.add(Fact(ProcessKey("host-a", pid), "logic_device", pid, now_us))
+        document = ingested(facts.to_document("1"), old_us)
+        fed.take({"_id": facts.id, "_seq_no": pid, "_primary_term": 1, "_source": document})
+    # host-a's clock is a day behind: its heartbeat says so, and is as recent as it was taken.
+    alive = Heartbeat("host-a", now_us - 86_400_000_000, 30.0, {2: now_us})
+    silent = Heartbeat("host-b", now_us, 30.0, {})
+    for seq_no, (beat, at_us) in enumerate(((alive, now_us), (silent, old_us)), start=10):
         hit = {"_id": heartbeat_document_id(beat.host), "_seq_no": seq_no, "_primary_term": 1}
-        fed.take({**hit, "_source": beat.to_document()})
+        fed.take({**hit, "_source": ingested(beat.to_document(), at_us)})
 
     forgotten = fed.forget_before(now_us - 1_000_000)
 

@@ -15,11 +15,10 @@ from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.cluster.service import CorrelateSettings, CorrelatorService
 from npuwatch.parsers.hccl.model import Fact, ProcessKey
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM, Heartbeat, ProcessFacts
-from npuwatch.sinks.search.engine import Connection, SearchEngine
-from npuwatch.sinks.search.engines import connect
+from npuwatch.sinks.search.engine import SearchEngine
 from npuwatch.sinks.search.streams import state_index
 from tests.opensearch_node.launcher import RunningNode
-from tests.sinks.search.conftest import install_template
+from tests.sinks.search.conftest import namespace_on
 
 pytestmark = pytest.mark.integration
 
@@ -30,13 +29,8 @@ DAY_S = 86400.0
 
 @pytest.fixture
 def engine(node: RunningNode) -> Iterator[SearchEngine]:
-    made = connect(Connection("opensearch", (node.url,)))
-    install_template(made, NAMESPACE)
-    try:
+    with namespace_on(node, NAMESPACE) as made:
         yield made
-    finally:
-        made.client.indices.delete(index=f"logs-ascend.*-{NAMESPACE}", ignore=[404])
-        made.close()
 
 
 def process(host: str, pid: int, said_us: int) -> ProcessFacts:
@@ -69,38 +63,45 @@ def correlator(engine: SearchEngine, metrics: CorrelatorMetrics) -> CorrelatorSe
 def test_what_is_gone_is_deleted_what_is_alive_is_kept_and_read_again_at_a_restart(
     engine: SearchEngine,
 ) -> None:
+    """Gone means the engine has not taken the document for a lookback (ingest time): the times
+    in the logs say nothing of it (a backfill of weeks-old logs, a host whose clock is off)."""
     now_us = int(time.time() * 1e6)
-    two_days_ago_us = now_us - int(2 * DAY_S * 1e6)
-    gone = process("host-a", 1, two_days_ago_us)  # its job ended two days ago
-    long_running = process("host-a", 2, two_days_ago_us)  # said who it is at init, two days ago
+    two_days_ago_ms = (now_us // 1000) - 2 * 86_400_000
+    weeks_ago_us = now_us - int(21 * DAY_S * 1e6)
+    gone = process("host-a", 1, now_us)  # shipped two days ago, its job ended
+    long_running = process("host-a", 2, weeks_ago_us)  # said who it is at init, weeks ago
     recent = process("host-b", 3, now_us)
-    alive = Heartbeat("host-a", now_us, 30.0, {2: now_us})
-    silent = Heartbeat("host-c", two_days_ago_us, 30.0, {4: two_days_ago_us})
-    put(engine, gone.id, gone.to_document("1"))
+    backfill = process("host-d", 5, weeks_ago_us)  # logs weeks old, shipped just now
+    # host-a's clock is a day behind; host-c's agent fell silent two days ago.
+    alive = Heartbeat("host-a", now_us - int(DAY_S * 1e6), 30.0, {2: now_us})
+    silent = Heartbeat("host-c", now_us, 30.0, {4: now_us})
+    put(engine, gone.id, gone.to_document("1"), two_days_ago_ms)
     # Ingested three days ago: older than the lookback of the events, read all the same.
     put(engine, long_running.id, long_running.to_document("1"), (now_us // 1000) - 3 * 86_400_000)
     put(engine, recent.id, recent.to_document("1"))
-    for beat in (alive, silent):
-        put(engine, beat.to_document()["ascend"]["doc_id"], beat.to_document())
+    put(engine, backfill.id, backfill.to_document("1"))
+    put(engine, alive.to_document()["ascend"]["doc_id"], alive.to_document())
+    put(engine, silent.to_document()["ascend"]["doc_id"], silent.to_document(), two_days_ago_ms)
     engine.refresh(INDEX)
     alive_id = alive.to_document()["ascend"]["doc_id"]
 
     metrics = CorrelatorMetrics()
     first = correlator(engine, metrics)
-    assert first.round().documents == 5
+    assert first.round().documents == 6
 
-    assert set(first.input.processes) == {long_running.id, recent.id}
+    kept = {long_running.id, recent.id, backfill.id}
+    assert set(first.input.processes) == kept
     assert set(first.input.heartbeats) == {"host-a"}
-    assert ids_in_index(engine) == {long_running.id, recent.id, alive_id}
+    assert ids_in_index(engine) == {*kept, alive_id}
     sample = metrics.registry.get_sample_value
     assert sample("npuwatch_correlate_topology_forgotten_total", {"result": "deleted"}) == 2
     assert sample("npuwatch_correlate_topology_forgotten_total", {"result": "kept"}) == 0
 
     again = CorrelatorMetrics()
     restarted = correlator(engine, again)
-    assert restarted.round().documents == 3
-    assert set(restarted.input.processes) == {long_running.id, recent.id}
-    assert ids_in_index(engine) == {long_running.id, recent.id, alive_id}
+    assert restarted.round().documents == 4
+    assert set(restarted.input.processes) == kept
+    assert ids_in_index(engine) == {*kept, alive_id}
     assert again.registry.get_sample_value(
         "npuwatch_correlate_topology_forgotten_total", {"result": "deleted"}
     ) in (None, 0)

@@ -26,7 +26,6 @@ from tests.opensearch_node.launcher import RunningNode
 pytestmark = pytest.mark.integration
 
 NAMESPACE = "commands"
-SINCE = "1000d"  # the collection's logs are of December 2025
 
 
 @pytest.fixture(scope="module")
@@ -70,21 +69,29 @@ def lines_about_the_root_cause(text: str) -> list[str]:
 
 
 def test_once_lists_and_shows_the_incident_scan_finds(shipped: tuple[Path, SearchEngine]) -> None:
+    """The logs are a year old (a backfill): the incident is listed by when it was found, and
+    `correlate --once` forgets none of the topology the agents shipped moments ago."""
     config, engine = shipped
+    topology = state_index(TOPOLOGY_STREAM, NAMESPACE)
+    shipped_topology = engine.count(topology)
     once = run_npuwatch("correlate", "--once", "--config", str(config), "--json")
     assert once.returncode == 1, once.stderr  # an incident
     (written,) = json.loads(once.stdout)["incidents"]
     assert [(p["host"], p["rank"]) for p in written["root_cause"]] == [("host-b", 5)]
     assert written["victims_count"] == 7
 
-    listed = run_npuwatch("incident", "list", "--since", SINCE, "--config", str(config), "--json")
+    listed = run_npuwatch("incident", "list", "--config", str(config), "--json")  # the last 24 h
     assert listed.returncode == 0, listed.stderr
     (incident,) = json.loads(listed.stdout)["incidents"]
     id_ = incident["id"]
     assert incident["revisions"] == written["revisions"]
-    text = run_npuwatch("incident", "list", "--since", SINCE, "--config", str(config))
-    (line,) = text.stdout.splitlines()
-    assert id_ in line and "host-b" in line
+    assert incident["first"].startswith("2025-12")  # the fault's time, by the logs
+    for options in ((), ("--open",), ("--since", "1h", "--open")):
+        text = run_npuwatch("incident", "list", *options, "--config", str(config))
+        (line,) = text.stdout.splitlines()
+        assert id_ in line and "host-b" in line and "fault 2025-12" in line, (options, line)
+    engine.refresh(topology)
+    assert engine.count(topology) == shipped_topology
 
     shown = run_npuwatch("incident", "show", id_, "--config", str(config), "--timezone", "UTC")
     assert shown.returncode == 0, shown.stderr
@@ -99,6 +106,8 @@ def test_once_lists_and_shows_the_incident_scan_finds(shipped: tuple[Path, Searc
     assert same["id"] == id_ and same["revisions"] == written["revisions"]
     index = state_index("incidents", NAMESPACE)
     assert engine.count(index) == 1
+    engine.refresh(topology)
+    assert engine.count(topology) == shipped_topology
 
 
 def test_an_unknown_incident_and_an_unreachable_engine_are_one_line_each(

@@ -1,5 +1,6 @@
-"""Live equals offline: real agents' journals, read by `npuwatch correlate --journal`, give the
-incidents `npuwatch scan` gives for the same collection.
+"""Live equals offline: real agents' journals, read by `npuwatch correlate --journal`, and what
+they shipped to a real OpenSearch node, read by `npuwatch correlate --once`, give the incidents
+`npuwatch scan` gives for the same collection.
 
 Why: the agent's collective watch and scan are two paths from the same lines to the same
 root-cause engine (records batch by batch in one, a whole tree in the other). Whatever the
@@ -10,7 +11,9 @@ case.
 Each collection (every folder of fixtures/collective, of fixtures/init-link when it is there,
 and of ../shared/real-logs/hccl when it is there) is split into hosts by scan's own rule; one
 `npuwatch agent` process a host follows a copy of its folder until it journaled every file to
-its end, then is stopped (live_offline.py); `correlate --journal` reads their state folders.
+its end, written while it runs (each file's first half of records first, the rest in parts),
+then is stopped (live_offline.py); `correlate --journal` reads their state folders, and
+`correlate --once` what they shipped (a namespace of the node a collection).
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.live_offline import StartsAhead, differences, split_hosts
+from npuwatch.sinks.search.engine import Connection
+from npuwatch.sinks.search.engines import connect
+from tests.cluster.live_offline import Shipping, StartsAhead, differences, split_hosts
 from tests.conftest import FIXTURES, REAL_LOGS
+from tests.opensearch_node.launcher import RunningNode
+from tests.sinks.search.conftest import forget_namespace, install_template
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +68,7 @@ def collections() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def runs(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, node: RunningNode
 ) -> Iterator[StartsAhead]:
     """The collections of the tests selected, in the order they run, the next one started ahead."""
     roots = []
@@ -73,9 +80,24 @@ def runs(
             and isinstance(root := item.callspec.params["root"], Path)
         ):
             roots.append(root)
-    ahead = StartsAhead(roots, lambda: tmp_path_factory.mktemp("collection"))
+    engine = connect(Connection("opensearch", (node.url,)))
+    namespaces: dict[Path, str] = {}
+    made = iter(range(1 << 30))
+
+    def shipping(root: Path) -> Shipping:
+        # The collections before the one under way are done: their indices go.
+        for done in list(namespaces)[:-1]:
+            forget_namespace(engine, namespaces.pop(done))
+        namespace = namespaces[root] = f"leq{next(made)}"
+        install_template(engine, namespace)
+        return Shipping(node.url, namespace)
+
+    ahead = StartsAhead(roots, lambda: tmp_path_factory.mktemp("collection"), shipping=shipping)
     yield ahead
     ahead.close()
+    for namespace in namespaces.values():
+        forget_namespace(engine, namespace)
+    engine.close()
 
 
 @pytest.mark.parametrize("root", collections())
@@ -85,3 +107,5 @@ def test_the_agents_journals_give_the_incidents_scan_gives(root: Path, runs: Sta
         pytest.fail("\n".join(outcome.wrong))
 
     assert differences(outcome.live, outcome.offline) == []
+    assert outcome.engine is not None
+    assert differences(outcome.engine, outcome.offline) == []

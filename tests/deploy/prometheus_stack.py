@@ -292,8 +292,8 @@ def start_alerting_stack(
     metric_prefixes: tuple[str, ...],
 ) -> AlertingStack:
     """Start Alertmanager posting to `webhook`, the agent (`start_agent(its metrics port)`) and
-    Prometheus with `history_s` seconds of the agent's `up` backfilled (alerts.yml counts a new
-    series only after that much history), and wait until each answers. A failure message shows
+    Prometheus with `history_s` seconds of the agent's `up` backfilled (none: Prometheus starts
+    scraping the agent as the test begins), and wait until each answers. A failure message shows
     the agent's metrics that start with `metric_prefixes`."""
     promtool = binary("promtool", "prometheus")
     agent_port, prometheus_port, alertmanager_port = free_ports(3)
@@ -306,7 +306,8 @@ def start_alerting_stack(
 
     alertmanager = run(alertmanager_process(folder, webhook, alertmanager_port))
     write_prometheus_config(folder / "prometheus.yml", agent_port, alertmanager_port)
-    backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=history_s)
+    if history_s:
+        backfill_up(promtool, folder / "prometheus-data", INSTANCE, seconds=history_s)
     stack = AlertingStack(
         prometheus_url=f"http://127.0.0.1:{prometheus_port}",
         agent_url=f"http://127.0.0.1:{agent_port}/metrics",

@@ -64,7 +64,9 @@ def correlator_metric_names() -> set[str]:
     return _series_names(CorrelatorMetrics().registry)
 
 
-_SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
+_SUFFIXES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count")}
+"""A counter's `_created` sample says when its label set was first counted (prometheus_client
+exposes it; alerts.yml tells a fresh first event from old totals by it)."""
 
 
 def _series_names(registry: CollectorRegistry) -> set[str]:

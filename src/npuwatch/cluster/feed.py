@@ -11,8 +11,10 @@ agent has written it again since.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted
@@ -44,13 +46,17 @@ class Forgotten:
 class CorrelationInput:
     """Every document read so far, by id, and what each gave the engine."""
 
-    def __init__(self) -> None:
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
         self.processes: dict[str, ProcessFacts] = {}
         self.events: dict[str, CollectiveEvent] = {}
         self.heartbeats: dict[str, Heartbeat] = {}
         """By host: the newest heartbeat of each agent."""
         self.versions: dict[str, Version] = {}
         """The version read of each topology document (process or heartbeat), by `_id`."""
+        self.ingested_us: dict[str, int] = {}
+        """When the engine took each document read (its `event.ingested`, stamped by the
+        ingest pipeline with the engine's clock), by `_id`: what forgetting goes by."""
+        self._wall = wall
         self.problems: list[str] = []
         self.unreadable = 0
 
@@ -58,6 +64,7 @@ class CorrelationInput:
         """What one search hit gives the engine that it did not have."""
         source = hit.get("_source") or {}
         dataset = (source.get("event") or {}).get("dataset")
+        self._keep_ingested(hit, source)
         try:
             if dataset in ("ascend.topology", "ascend.heartbeat"):
                 self._keep_version(hit)
@@ -72,6 +79,13 @@ class CorrelationInput:
             return []
         self._problem(f"document {hit.get('_id')} of {hit.get('_index')} is not an agent's")
         return []
+
+    def _keep_ingested(self, hit: Mapping[str, Any], source: Mapping[str, Any]) -> None:
+        """The document's ingest time; where it has none (written past the pipeline), when it
+        was read: it is kept a lookback from now, never forgotten at once."""
+        event = source.get("event")
+        stamped = event.get("ingested") if isinstance(event, Mapping) else None
+        self.ingested_us[str(hit.get("_id"))] = _epoch_us(stamped) or int(self._wall() * 1e6)
 
     def _keep_version(self, hit: Mapping[str, Any]) -> None:
         if "_seq_no" in hit and "_primary_term" in hit:
@@ -113,36 +127,62 @@ class CorrelationInput:
             yield from beat.heard()
 
     def forget_before(self, cutoff_us: int) -> Forgotten:
-        """Drop what no fault can still need: agents silent since before `cutoff_us`, and the
-        processes and events older than it that no recent heartbeat lists."""
+        """Drop what no fault can still need: agents whose heartbeat the engine has not taken
+        since `cutoff_us`, and the processes and events it took before then that no recent
+        heartbeat lists. By ingest time, never by the time in the logs: a backfill of logs
+        weeks old, or a host whose clock is a day off, is as recent as when it was shipped."""
         forgotten = Forgotten()
-        for host in [h for h, beat in self.heartbeats.items() if beat.clock_us < cutoff_us]:
-            del self.heartbeats[host]
+        for host in list(self.heartbeats):
             id_ = heartbeat_document_id(host)
-            forgotten.documents[id_] = self.versions.pop(id_, None)
+            if self._taken_before(id_, cutoff_us):
+                del self.heartbeats[host]
+                forgotten.documents[id_] = self.versions.pop(id_, None)
+                self.ingested_us.pop(id_, None)
         listed = {(host, pid) for host, beat in self.heartbeats.items() for pid in beat.processes}
         gone = [
             id_
             for id_, facts in self.processes.items()
-            if (facts.latest_us() or 0) < cutoff_us and (facts.host, facts.pid) not in listed
+            if self._taken_before(id_, cutoff_us) and (facts.host, facts.pid) not in listed
         ]
         for id_ in gone:
             del self.processes[id_]
             forgotten.documents[id_] = self.versions.pop(id_, None)
-        old = [i for i, e in self.events.items() if (e.last_us or e.time_us or 0) < cutoff_us]
+            self.ingested_us.pop(id_, None)
+        old = [id_ for id_ in self.events if self._taken_before(id_, cutoff_us)]
         for id_ in old:
             del self.events[id_]
+            self.ingested_us.pop(id_, None)
         forgotten.events = len(old)
         return forgotten
+
+    def _taken_before(self, id_: str, cutoff_us: int) -> bool:
+        return self.ingested_us.get(id_, cutoff_us) < cutoff_us
 
     def alive(self, host: str, now_us: int) -> bool | None:
         """Whether the agent of `host` beat recently (None: it never did)."""
         beat = self.heartbeats.get(host)
         if beat is None:
             return None
-        return now_us - beat.clock_us <= int(3 * beat.interval_s * 1_000_000)
+        # When the engine took it, not the host's clock (which may be a day off).
+        taken_us = self.ingested_us.get(heartbeat_document_id(host), beat.clock_us)
+        return now_us - taken_us <= int(3 * beat.interval_s * 1_000_000)
 
     def _problem(self, text: str) -> None:
         self.unreadable += 1
         if len(self.problems) < PROBLEMS_KEPT:
             self.problems.append(text)
+
+
+def _epoch_us(stamped: object) -> int | None:
+    """Microseconds since the epoch of an `event.ingested` as the engine stores it (an ISO
+    time, or epoch milliseconds); None for anything else."""
+    if isinstance(stamped, bool):
+        return None
+    if isinstance(stamped, int | float):
+        return int(stamped * 1000)
+    if not isinstance(stamped, str):
+        return None
+    try:
+        return int(datetime.fromisoformat(stamped.replace("Z", "+00:00")).timestamp() * 1e6)
+    except ValueError:
+        return None

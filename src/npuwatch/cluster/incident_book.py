@@ -43,6 +43,12 @@ class Tracked:
         return bool(self.incident.get("closed"))
 
     @property
+    def merged(self) -> bool:
+        """Closed as an earlier verdict of a fault another incident is written under: never
+        revised again (it would take the verdicts from that one)."""
+        return self.closed and str(self.incident.get("close_reason") or "").startswith("merged")
+
+    @property
     def kind(self) -> str:
         return str(self.incident.get("kind"))
 
@@ -85,29 +91,39 @@ class IncidentBook:
 
     def match(self, incident: Incident, taken: set[str]) -> Tracked | None:
         """The written incident this verdict revises (not one in `taken`), or None."""
-        if incident.first_us is None:
-            return None
-        start = incident.first_us - SLACK_US
-        end = (incident.last_us or incident.first_us) + SLACK_US
-        places = [*incident.root_cause, *incident.victims]
-        processes = {(p.host or "", p.pid) for p in places if p.pid is not None}
         best: tuple[int, int, Tracked] | None = None
         for tracked in self.tracked.values():
-            if tracked.id in taken or tracked.window is None:
+            if tracked.id in taken or tracked.merged:
                 continue
-            first, last = tracked.window
-            if last < start or first > end:
+            shared = _shared(tracked, incident)
+            if shared is None:
                 continue
-            shared = len(processes & tracked.processes)
-            same = incident.communicator is not None and tracked.communicator == (
-                incident.communicator
-            )
-            if not (shared or same):
-                continue
-            score = (shared, -abs(first - incident.first_us))
+            assert tracked.window is not None and incident.first_us is not None
+            score = (shared, -abs(tracked.window[0] - incident.first_us))
             if best is None or score > best[:2]:
                 best = (*score, tracked)
         return None if best is None else best[2]
 
+    def same_fault(self, tracked: Tracked, incident: Incident) -> bool:
+        """Whether a written incident and a verdict speak of one fault."""
+        return _shared(tracked, incident) is not None
+
     def open(self) -> list[Tracked]:
         return [tracked for tracked in self.tracked.values() if not tracked.closed]
+
+
+def _shared(tracked: Tracked, incident: Incident) -> int | None:
+    """How many processes a written incident and a verdict share, when they are one fault
+    (their times overlap, and they share the communicator or a process); else None."""
+    if incident.first_us is None or tracked.window is None:
+        return None
+    start = incident.first_us - SLACK_US
+    end = (incident.last_us or incident.first_us) + SLACK_US
+    first, last = tracked.window
+    if last < start or first > end:
+        return None
+    places = [*incident.root_cause, *incident.victims]
+    processes = {(p.host or "", p.pid) for p in places if p.pid is not None}
+    shared = len(processes & tracked.processes)
+    same = incident.communicator is not None and tracked.communicator == incident.communicator
+    return shared if shared or same else None

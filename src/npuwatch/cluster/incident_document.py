@@ -95,13 +95,14 @@ def incident_document(
     changed = changed_keys(before, incident)
     revisions = list((before or {}).get("revisions", ()))
     if changed:
-        revisions.append(
-            {
-                "at": format_timestamp(now_us),
-                "changed": changed,
-                "provisional": found["provisional"],
-            }
-        )
+        revision = {
+            "at": format_timestamp(now_us),
+            "changed": changed,
+            "provisional": found["provisional"],
+        }
+        if before is not None and before.get("summary") != incident.get("summary"):
+            revision["was"] = before.get("summary")  # what the verdict said until then
+        revisions.append(revision)
     incident["revisions"] = revisions[-REVISIONS_KEPT:]
     incident["first_verdict"] = (before or {}).get("first_verdict") or format_timestamp(now_us)
     incident["updated"] = (

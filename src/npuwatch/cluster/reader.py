@@ -20,7 +20,11 @@ from typing import Any
 
 from npuwatch.sinks.search.engine import SearchEngine
 
-_SORT = [{"event.ingested": {"order": "asc"}}, {"ascend.doc_id": {"order": "asc"}}]
+_SORT = [
+    {"event.ingested": {"order": "asc", "unmapped_type": "date"}},
+    # An index whose documents have no doc id yet (rule events only, or none) sorts all the same.
+    {"ascend.doc_id": {"order": "asc", "unmapped_type": "keyword"}},
+]
 
 
 class IngestReader:

@@ -31,6 +31,7 @@ from npuwatch.cluster.incident_document import (
     changed_keys,
     incident_document,
     incident_id,
+    iso_us,
     verdict,
     verdict_changed,
 )
@@ -55,6 +56,10 @@ class CorrelateSettings:
     lookback_s: float = 86400.0
     quiet_period_s: float = 1800.0
     compact_interval_s: float = 3600.0
+    topology_wait_s: float = 120.0
+    """How long after its first verdict an incident that names a place whose process facts are
+    not in (a rank "without logs") stays provisional: the agent of its host may not have
+    shipped them yet; past this, the place is taken as one that left no logs."""
 
 
 @dataclass
@@ -75,8 +80,13 @@ class CorrelatorService:
         settings: CorrelateSettings,
         metrics: CorrelatorMetrics,
         wall: Callable[[], float] = time.time,
+        input_is_complete: bool = False,
     ) -> None:
+        """`input_is_complete`: one round over everything shipped (`correlate --once`), read as
+        `correlate --journal` reads the journals; the service's rounds read a cluster still
+        writing, where a healthy rank is as silent as a dead one (errors_only.py)."""
         self._engine = engine
+        self._complete = input_is_complete
         self._settings = settings
         self._metrics = metrics
         self._wall = wall
@@ -96,7 +106,7 @@ class CorrelatorService:
             ),
         ]
         self.input = CorrelationInput()
-        self._correlator = Correlator(input_is_complete=False)
+        self._correlator = Correlator(input_is_complete=self._complete)
         self.book = IncidentBook()
         self._verdicts: list[Incident] = []
         self._dirty = False
@@ -152,10 +162,16 @@ class CorrelatorService:
     def _load_book(self, now_us: int) -> None:
         """Every incident written within the lookback: the ids to revise, and their versions."""
         since = int(self._wall() * 1000) - int(self._settings.lookback_s * 1000)
+        # By when they were written (the engine's ingest time), not by the fault's time in the
+        # logs: an incident of a backfill of old logs is revised, not written a second time.
         body: dict[str, Any] = {
             "size": _BOOK_PAGE,
-            "query": {"range": {"@timestamp": {"gte": since, "format": "epoch_millis"}}},
-            "sort": [{"@timestamp": {"order": "asc"}}, {"ascend.doc_id": {"order": "asc"}}],
+            "query": {"range": {"event.ingested": {"gte": since, "format": "epoch_millis"}}},
+            # (unmapped_type: an incidents index made before its first incident sorts empty)
+            "sort": [
+                {"event.ingested": {"order": "asc", "unmapped_type": "date"}},
+                {"ascend.doc_id": {"order": "asc", "unmapped_type": "keyword"}},
+            ],
             "seq_no_primary_term": True,
         }
         while True:
@@ -187,6 +203,7 @@ class CorrelatorService:
     def _write_all(self, now_us: int) -> int:
         written = 0
         taken: set[str] = set()
+        decided: list[tuple[str, Incident]] = []
         for incident in self._verdicts:
             tracked = self.book.match(incident, taken)
             id_ = (
@@ -196,13 +213,46 @@ class CorrelatorService:
             )
             taken.add(id_)
             written += self._revise(id_, tracked, incident, now_us)
+            decided.append((id_, incident))
         for tracked in self.book.open():
-            if tracked.id not in taken and self._quiet(tracked, now_us):
+            if tracked.id in taken:
+                continue
+            # An earlier verdict of a fault a verdict of this round speaks of under another id
+            # (a root cause first named "without logs", a first failure that moved): merged.
+            into = next((i for i, found in decided if self.book.same_fault(tracked, found)), None)
+            if into is not None:
+                written += self._close(tracked, now_us, f"merged into {into}")
+            elif self._quiet(tracked, now_us):
                 written += self._close(tracked, now_us)
         return written
 
+    def _provisional(self, tracked: Tracked | None, incident: Incident, now_us: int) -> bool:
+        """Whether a verdict may still change: until every rank reported or the fault's settle
+        time has passed, counted from when the correlator first gave a verdict on it (not by
+        the time in the logs, which a backfill or a host's wrong clock puts days back); and,
+        while it names a place whose process facts are not in, until the topology wait has
+        passed too."""
+        first_verdict_us = now_us
+        if tracked is not None:
+            first_verdict_us = iso_us(tracked.incident.get("first_verdict")) or now_us
+        every_rank = (
+            incident.ranks_expected is not None
+            and incident.ranks_reported >= incident.ranks_expected
+        )
+        settle_span_us = (
+            incident.settle_us - incident.first_us
+            if incident.settle_us is not None and incident.first_us is not None
+            else 0
+        )
+        if not every_rank and now_us < first_verdict_us + settle_span_us:
+            return True
+        places = [*incident.root_cause, *incident.waiting_chain]
+        missing_facts = any(not place.has_logs for place in places)
+        waited_us = now_us - first_verdict_us
+        return missing_facts and waited_us < self._settings.topology_wait_s * 1e6
+
     def _revise(self, id_: str, tracked: Tracked | None, incident: Incident, now_us: int) -> int:
-        found = verdict(incident, provisional=not incident.settled(now_us))
+        found = verdict(incident, provisional=self._provisional(tracked, incident, now_us))
         before = tracked.incident if tracked is not None else None
         reason = None
         if incident.recovered:
@@ -225,11 +275,12 @@ class CorrelatorService:
         log.info("incident %s %s: %s", id_, result, found["summary"])
         return 1
 
-    def _close(self, tracked: Tracked, now_us: int) -> int:
-        """An incident no verdict speaks of any more, quiet for the period: closed as it is."""
+    def _close(self, tracked: Tracked, now_us: int, reason: str = "quiet") -> int:
+        """An incident no verdict speaks of any more: closed as it is, quiet for the period or
+        merged into the incident a verdict of the same fault is written under."""
         found = dict(tracked.incident)
         document = incident_document(
-            tracked.id, found, tracked.incident, now_us, "quiet", found.get("liveness", ())
+            tracked.id, found, tracked.incident, now_us, reason, found.get("liveness", ())
         )
         return 1 if self._put(tracked.id, tracked, document, now_us, "closed") else 0
 
@@ -272,7 +323,7 @@ class CorrelatorService:
         cutoff = int((now - self._settings.lookback_s) * 1_000_000)
         forgotten = self.input.forget_before(cutoff)
         if forgotten:
-            self._correlator = Correlator(input_is_complete=False)
+            self._correlator = Correlator(input_is_complete=self._complete)
             self._correlator.add_all(self.input.everything())
             self._dirty = True
         if forgotten.documents:

@@ -57,7 +57,7 @@ def run_correlate(args: argparse.Namespace) -> int:
     if args.check:
         return _checked(config, engine)
     metrics = CorrelatorMetrics()
-    service = CorrelatorService(engine, settings_of(config), metrics)
+    service = CorrelatorService(engine, settings_of(config), metrics, input_is_complete=args.once)
     if args.once:
         try:
             service.round()

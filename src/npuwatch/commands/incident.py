@@ -8,13 +8,17 @@ from typing import Any
 
 _EXAMPLES = """\
 examples:
-  npuwatch incident list                  # the last day's incidents, newest first
+  npuwatch incident list                  # detected or revised in the last day, newest first
+  npuwatch incident list --open           # every incident not closed, however old
   npuwatch incident list --since 7d --open
   npuwatch incident show 3q2dYxX1m0g5ZKp7Bqe2 --json
 
 The incidents the cluster correlator (`npuwatch correlate`) wrote to
 logs-ascend.incidents-<namespace> of the search engine of [sinks.elasticsearch]: list shows
-one line each (status, first failure, kind, root cause, how many ranks waited); show prints
+one line each (status, when the correlator last revised it, when the fault happened by the logs,
+kind, root cause, how many ranks waited). --since goes by when the correlator detected or
+revised the incident, not by the time in the logs: a backfill of logs weeks old, or a host
+whose clock is off, is listed when it was correlated. show prints
 one the way `npuwatch scan` prints its incidents, with the agents' word on whether each root
 cause's host is alive, or the stored document (--json).
 
@@ -34,7 +38,9 @@ def add_incident_commands(commands: Any) -> None:
     actions = incident.add_subparsers(title="actions", metavar="ACTION", required=True)
     listed = actions.add_parser("list", help="one line per incident, newest first")
     listed.add_argument(
-        "--since", default="24h", metavar="DURATION", help="first failure within (default 24h)"
+        "--since",
+        metavar="DURATION",
+        help="detected or revised within (default 24h; with --open, any time)",
     )
     listed.add_argument("--open", action="store_true", help="only those not closed")
     listed.set_defaults(handler="npuwatch.commands.incident_run:run_list")

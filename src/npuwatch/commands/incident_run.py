@@ -17,6 +17,7 @@ from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.config import config_path_from, load_config
 from npuwatch.parsers import resolve_timezone
 from npuwatch.quantities import parse_duration
+from npuwatch.records import format_timestamp
 from npuwatch.sinks.console import format_datetime
 from npuwatch.sinks.search.engine import SearchEngine, describe_error
 from npuwatch.sinks.search.streams import state_index
@@ -26,21 +27,23 @@ _LISTED = 1000
 
 
 def run_list(args: argparse.Namespace) -> int:
+    since = args.since if args.since is not None or args.open else "24h"
     try:
-        since_s = parse_duration(args.since)
+        since_s = None if since is None else parse_duration(since)
     except ValueError as error:
         fail(f"--since: {error}")
     engine, index = _open(args)
-    since_ms = int((time.time() - since_s) * 1000)
-    filters: list[dict[str, Any]] = [
-        {"range": {"@timestamp": {"gte": since_ms, "format": "epoch_millis"}}}
-    ]
+    filters: list[dict[str, Any]] = []
+    if since_s is not None:
+        # `updated` is when the correlator last revised it (ISO, UTC: ordered as text too).
+        since_us = int((time.time() - since_s) * 1_000_000)
+        filters.append({"range": {"ascend.incident.updated": {"gte": format_timestamp(since_us)}}})
     if args.open:
         filters.append({"term": {"ascend.incident.closed": False}})
     body = {
         "size": _LISTED,
         "query": {"bool": {"filter": filters}},
-        "sort": [{"@timestamp": {"order": "desc"}}],
+        "sort": [{"ascend.incident.updated": {"order": "desc", "unmapped_type": "keyword"}}],
     }
     hits = _read(engine, lambda: engine.search(index, body))
     stored = [hit["_source"]["ascend"]["incident"] for hit in hits]
@@ -51,7 +54,9 @@ def run_list(args: argparse.Namespace) -> int:
         for found in stored:
             sys.stdout.write(_line(found, zone) + "\n")
         if not stored:
-            sys.stdout.write(f"No incident since {args.since} ago in {index}.\n")
+            which = "open incident" if args.open else "incident"
+            when = f" detected or revised in the last {since}" if since is not None else ""
+            sys.stdout.write(f"No {which}{when} in {index}.\n")
     return EXIT_OK if stored else EXIT_FINDINGS
 
 
@@ -92,11 +97,13 @@ def _line(found: dict[str, Any], zone: Any) -> str:
         "closed" if found.get("closed") else "provisional" if found.get("provisional") else "open"
     )
     roots = ", ".join(_place(p) for p in found.get("root_cause", ())) or "not named"
+    revised = format_datetime(iso_us(found.get("updated")), zone)
     first = format_datetime(_first_us(found), zone)
     waiting = f"({found.get('victims_count', 0)} waiting)"
     # The stored document holds host names and log text: shown, never acted on (terminal.py).
     return visible_line(
-        f"{found.get('id')}  {status:<11}  {first}  {found.get('kind')}  {roots}  {waiting}"
+        f"{found.get('id')}  {status:<11}  revised {revised}  fault {first}  "
+        f"{found.get('kind')}  {roots}  {waiting}"
     )
 
 

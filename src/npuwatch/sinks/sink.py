@@ -46,8 +46,10 @@ class SinkTraits:
     """On a first start (no cursor), begin at the journal's end: a console prints what comes
     from now on, a search engine wants everything the journal holds."""
     drains_at_stop: bool = False
-    """At a stop, deliver everything committed before leaving (a console prints it all), or
-    leave at once and let the journal keep the backlog (a search engine may be down)."""
+    """At a stop, deliver everything committed before leaving, within the stop's time (a
+    console prints it all, a search engine gets the documents the stop wrote), or leave at once
+    and let the journal keep the backlog. A delivery that must be tried again ends the drain:
+    the rest waits in the journal for the next start."""
     first_pause_s: float = 0.5
     max_pause_s: float = 30.0
     repeated_after_restart: str = "what was delivered since its last write is delivered again"

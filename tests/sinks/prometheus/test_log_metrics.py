@@ -255,6 +255,10 @@ def test_the_exposition_parses_back_with_base_units_and_total_suffixes(
         "ascend_log_errors": "counter",
         "ascend_rule_events": "counter",
         "ascend_log_last_record_timestamp_seconds": "gauge",
+        # When each label set was first counted (the text format shows them as gauges).
+        "ascend_log_records_created": "gauge",
+        "ascend_log_errors_created": "gauge",
+        "ascend_rule_events_created": "gauge",
     }
     records = families["ascend_log_records"].samples
     assert {point.name for point in records} == {"ascend_log_records_total"}
@@ -279,3 +283,21 @@ def test_the_collector_can_be_built_without_a_registry_and_registered_later() ->
     metrics.observe(parse(plog("INFO", "GE") + "\n"), "plog")
 
     assert sample(registry, "ascend_log_records_total", kind="plog", level="INFO", module="GE") == 1
+
+
+def test_each_label_set_says_when_it_was_first_counted(registry: CollectorRegistry) -> None:
+    """The alert rules tell a series born with a fresh event (created within minutes) from the
+    old totals of an agent Prometheus has just begun to scrape (deploy/prometheus/alerts.yml)."""
+    now = [1000.0]
+    metrics = LogMetrics(registry, wall=lambda: now[0])
+    metrics.observe_events([row("hccl.notify-wait-timeout", category="timeout")])
+    now[0] = 2000.0
+    metrics.observe_events([row("hccl.notify-wait-timeout", category="timeout")])
+    metrics.observe_events([row("hccl.exec-timeout", category="timeout")])
+    created = {
+        sample.labels["rule"]: sample.value
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        if family.name == "ascend_rule_events_created"
+        for sample in family.samples
+    }
+    assert created == {"hccl.notify-wait-timeout": 1000.0, "hccl.exec-timeout": 2000.0}

@@ -6,6 +6,7 @@ import shutil
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,6 +121,27 @@ def install_template(engine: SearchEngine, namespace: str = "default") -> None:
         events_template_name(namespace), events_template(namespace, "opensearch", replicas=0)
     )
     engine.put_index_template(state_template_name(namespace), state_template(namespace, replicas=0))
+
+
+def forget_namespace(engine: SearchEngine, namespace: str) -> None:
+    """A namespace's data streams and indices off the node (a node holds at most 1,000
+    shards)."""
+    pattern = f"logs-ascend.*-{namespace}"
+    engine.client.indices.delete_data_stream(name=pattern, ignore=[404])
+    engine.client.indices.delete(index=pattern, ignore=[404])
+
+
+@contextmanager
+def namespace_on(node: RunningNode, namespace: str) -> Iterator[SearchEngine]:
+    """A client of the node with `namespace`'s templates installed; the namespace is removed
+    and the client closed afterwards."""
+    made = connect(Connection("opensearch", (node.url,)))
+    install_template(made, namespace)
+    try:
+        yield made
+    finally:
+        forget_namespace(made, namespace)
+        made.close()
 
 
 def make_shipper(

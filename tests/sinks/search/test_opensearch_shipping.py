@@ -3,13 +3,16 @@ dead letters, and an outage."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
 import pytest
 
+from npuwatch.parsers.hccl.model import CollectiveEvent, ProcessKey
+from npuwatch.parsers.hccl.shipped import event_document, event_document_id
 from npuwatch.sinks.follower import Backoff
-from npuwatch.sinks.search.documents import Action, levels_below
+from npuwatch.sinks.search.documents import Action, event_action, levels_below
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.search_sink import SearchSink
@@ -230,3 +233,20 @@ def test_the_elasticsearch_flavour_ships_the_same_documents_through_its_official
         finally:
             engine.close()
             face.close()
+
+
+@pytest.mark.integration
+def test_a_collective_event_whose_line_had_no_time_is_indexed_not_dead_lettered(
+    engine: SearchEngine,
+) -> None:
+    """A collective event read from a line without a time (its document's `@timestamp` is
+    null) was refused by the data stream and dead-lettered: the correlator never saw it."""
+    install_template(engine)
+    event = CollectiveEvent("notify", ProcessKey("host-a", 7), None, remote_rank=3)
+    text = json.dumps(event_document(event))
+    assert json.loads(text)["@timestamp"] is None
+    action = event_action(event_document_id(event), text, "default")
+    for ok, item in engine.bulk([action.bulk()], 10, 1 << 20):
+        assert ok, item
+    engine.refresh(action.stream)
+    assert engine.count(action.stream, {"term": {"_id": action.id}}) == 1

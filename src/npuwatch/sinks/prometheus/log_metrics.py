@@ -13,8 +13,9 @@ Every label is bounded (see `labels`); as a last resort each metric keeps at mos
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Protocol, get_args
 
 from prometheus_client import CollectorRegistry
@@ -47,23 +48,36 @@ class EventSummary(Protocol):
 
 
 class _Counts:
-    """Counts by label values, with at most `limit` distinct label sets."""
+    """Counts by label values, with at most `limit` distinct label sets, and when each set was
+    first counted (exported as the counter's `_created` sample: the alert rules tell by it a
+    series born with a fresh event from old totals Prometheus had not scraped yet)."""
 
-    __slots__ = ("_limit", "_other", "values")
+    __slots__ = ("_limit", "_other", "_wall", "created", "values")
 
-    def __init__(self, arity: int, limit: int) -> None:
+    def __init__(self, arity: int, limit: int, wall: Callable[[], float]) -> None:
         self.values: dict[tuple[str, ...], float] = {}
+        self.created: dict[tuple[str, ...], float] = {}
         self._other = (OTHER,) * arity
         self._limit = limit
+        self._wall = wall
 
     def add(self, labels: tuple[str, ...], amount: float) -> None:
         values = self.values
         if labels in values:
             values[labels] += amount
-        elif len(values) < self._limit:
-            values[labels] = amount
-        else:
-            values[self._other] = values.get(self._other, 0) + amount
+            return
+        if len(values) >= self._limit:
+            labels = self._other
+            if labels in values:
+                values[labels] += amount
+                return
+        values[labels] = amount
+        self.created[labels] = self._wall()
+
+    def samples(self) -> list[tuple[tuple[str, ...], float, float]]:
+        """(labels, count, created) of every label set."""
+        created = self.created
+        return [(labels, value, created[labels]) for labels, value in self.values.items()]
 
 
 class LogMetrics:
@@ -77,13 +91,14 @@ class LogMetrics:
         modules: Collection[str] = CANN_MODULES,
         codes: Collection[str] = CANN_CODES,
         max_label_sets: int = MAX_LABEL_SETS,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self._modules = frozenset(modules)
         self._codes = frozenset(codes)
         self._lock = threading.Lock()
-        self._records = _Counts(3, max_label_sets)
-        self._errors = _Counts(2, max_label_sets)
-        self._events = _Counts(3, max_label_sets)
+        self._records = _Counts(3, max_label_sets, wall)
+        self._errors = _Counts(2, max_label_sets, wall)
+        self._events = _Counts(3, max_label_sets, wall)
         self._newest_us: dict[str, int] = {}
         if registry is not None:
             registry.register(self)
@@ -123,9 +138,9 @@ class LogMetrics:
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            records = list(self._records.values.items())
-            errors = list(self._errors.values.items())
-            events = list(self._events.values.items())
+            records = self._records.samples()
+            errors = self._errors.samples()
+            events = self._events.samples()
             newest = list(self._newest_us.items())
         return _families(records, errors, events, newest)
 
@@ -144,11 +159,11 @@ class LogMetrics:
         return module if module in self._modules else OTHER
 
 
+_Samples = list[tuple[tuple[str, ...], float, float]]
+
+
 def _families(
-    records: list[tuple[tuple[str, ...], float]],
-    errors: list[tuple[tuple[str, ...], float]],
-    events: list[tuple[tuple[str, ...], float]],
-    newest: list[tuple[str, int]],
+    records: _Samples, errors: _Samples, events: _Samples, newest: list[tuple[str, int]]
 ) -> Iterator[Metric]:
     family = CounterMetricFamily(
         "ascend_log_records",
@@ -156,8 +171,8 @@ def _families(
         "values; none: the record has no level or module).",
         labels=("kind", "level", "module"),
     )
-    for labels, value in records:
-        family.add_metric(labels, value)
+    for labels, value, created in records:
+        family.add_metric(labels, value, created=created)
     yield family
     family = CounterMetricFamily(
         "ascend_log_errors",
@@ -165,16 +180,16 @@ def _families(
         "counts once for each. Codes outside the known catalogue count as other.",
         labels=("code", "module"),
     )
-    for labels, value in errors:
-        family.add_metric(labels, value)
+    for labels, value, created in errors:
+        family.add_metric(labels, value, created=created)
     yield family
     family = CounterMetricFamily(
         "ascend_rule_events",
         "Rule events journaled, by rule id, severity and category.",
         labels=("rule", "severity", "category"),
     )
-    for labels, value in events:
-        family.add_metric(labels, value)
+    for labels, value, created in events:
+        family.add_metric(labels, value, created=created)
     yield family
     gauge = GaugeMetricFamily(
         "ascend_log_last_record_timestamp_seconds",

@@ -91,7 +91,7 @@ def block_actions(
 
 def event_action(event_id: str, document_text: str, namespace: str) -> Action:
     document = json.loads(document_text)
-    if "@timestamp" not in document:  # its trigger had no time: when it was found, then
+    if not document.get("@timestamp"):  # its trigger had no time: when it was found, then
         first = document.get("ascend", {}).get("finding", {}).get("first")
         document["@timestamp"] = first or _now()
     document["data_stream"] = {

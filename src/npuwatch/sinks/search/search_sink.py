@@ -92,6 +92,10 @@ class SearchSink:
         self.settings = settings
         self.traits = SinkTraits(
             reads_states=True,
+            # What a stop writes last (every process document, the failure blocks it closes)
+            # is what the correlator needs to finish a verdict: shipped before leaving while the
+            # engine answers, within the stop's time; an engine that is down costs one try.
+            drains_at_stop=True,
             blocks_per_page=settings.blocks_per_page,
             events_per_page=settings.events_per_page,
             first_pause_s=settings.initial_backoff_s,
