@@ -94,31 +94,33 @@ def test_kill_9_while_journaling_journals_each_event_once(tmp_path: Path) -> Non
     assert ids and sorted(ids) == sorted(set(ids))
 
 
-@pytest.mark.parametrize("rotation", ["renamed", "deleted"])
+@pytest.mark.parametrize("rotation", ["renamed", "deleted", "next-file"])
 def test_the_last_record_of_a_rotated_file_is_journaled_at_once(
     tmp_path: Path, rotation: str
 ) -> None:
-    """A record is held until the next line shows it has no continuation lines; a file renamed
-    or deleted gets no next line. Its last record is journaled without waiting for the idle
-    flush (30 s here), so that a `kill -9` after the rotation, with the file gone by the
-    restart, loses nothing."""
+    """A record is held until the next line shows it has no continuation lines; a file renamed,
+    deleted, or followed by the next file of its process (CANN's rotation: a later stamp in the
+    name) gets no next line. Its last record is journaled without waiting for the idle flush
+    (30 s here), so that a `kill -9` after the rotation, with the file gone by the restart,
+    loses nothing."""
     path = plog_path(tmp_path / "logs", 800)
     lines = numbered_lines(800, 0, 100)
     append(path, lines)
+    rotated = path.with_name(path.name + ".1")
     process = start_agent(tmp_path, settings={"NPUWATCH_SOURCES__IDLE_FLUSH": "30s"})
     try:
         wait_until(lambda: sum(journal_lines(tmp_path).values()) == len(lines) - 1)
         if rotation == "renamed":
-            rotated = path.with_name(path.name + ".1")
             path.rename(rotated)
-            append(plog_path(tmp_path / "logs", 800, stamp=1), numbered_lines(800, 100, 1))
-        else:
+        elif rotation == "deleted":
             path.unlink()
+        else:
+            append(plog_path(tmp_path / "logs", 800, stamp=1), numbered_lines(800, 100, 1))
         wait_until(lambda: journal_lines(tmp_path)[lines[-1]] == 1, timeout=5)
         process.send_signal(signal.SIGKILL)
         process.communicate()
-        if rotation == "renamed":
-            rotated.unlink()
+        rotated.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         process = start_agent(tmp_path)
         time.sleep(2)  # a rescan: the file's checkpoint is found with no file
     finally:

@@ -36,6 +36,7 @@ from typing import IO, Any
 
 from npuwatch.analysis.scan_hosts import collection_base, collection_hosts
 from npuwatch.collector.discovery import FileFilter
+from npuwatch.journal.reader import JournalReader
 from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import list_segments
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
@@ -43,7 +44,7 @@ from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.streams import events_stream, state_index
-from tests.cluster.fixture_hosts import collective_rows, journaled_states
+from tests.cluster.fixture_hosts import collective_rows
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
 
@@ -307,6 +308,9 @@ class Outcome:
     wrong: list[str]
     engine: list[dict[str, Any]] | None = None
     """`correlate --once` over what the agents shipped (None: they shipped nowhere)."""
+    stored: list[dict[str, Any]] | None = None
+    """The incidents in the engine once the service and `--once` beside it are done, but those
+    merged into another."""
 
 
 @dataclass
@@ -318,11 +322,15 @@ class Started:
     scan: subprocess.Popen[str]
     work: Path
     shipping: Shipping | None = None
+    service: subprocess.Popen[bytes] | None = None
+    """`npuwatch correlate`, reading what the agents ship as they ship it."""
 
     @classmethod
     def start(cls, collection: Collection, work: Path, shipping: Shipping | None = None) -> Started:
         started = cls(collection, [], start_scan(collection), work, shipping)
         try:
+            if shipping is not None:
+                started.service = start_correlator(shipping, work)
             for host, folder in collection.hosts.items():
                 started.agents.append(start_agent(host, folder, work, shipping))
         except BaseException:
@@ -338,14 +346,46 @@ class Started:
             wrong = self.write_the_rest()
             wrong += self._stop_agents_when_read()
             offline = scan_incidents(self.scan)
-        finally:
+        except BaseException:
             self.abandon()
+            raise
+        finally:
+            self._end(self._agents_and_scan())
         live = correlate_incidents([agent.state for agent in self.agents])
-        engine = None
+        engine = stored = None
         if self.shipping is not None:
-            wrong += self._wait_until_shipped()
-            engine = correlate_once(self.shipping, self.work)
-        return Outcome(live, offline, wrong, engine)
+            try:
+                wrong += self._wait_until_shipped()
+                time.sleep(SERVICE_ROUNDS_S)  # the service's last rounds over it all
+                engine = correlate_once(self.shipping, self.work)  # beside the service
+                time.sleep(SERVICE_ROUNDS_S)  # its rounds after: what --once wrote, merged
+            finally:
+                wrong += self._stop_service()
+            stored = stored_incidents(self.shipping)
+        return Outcome(live, offline, wrong, engine, stored)
+
+    def _stop_service(self) -> list[str]:
+        service = self.service
+        if service is None:
+            return []
+        service.send_signal(signal.SIGTERM)
+        try:
+            _, err = service.communicate(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            _, err = service.communicate()
+            return ["the correlator did not stop"]
+        said = err.decode("utf-8", "replace").splitlines()
+        # (a round that met an index whose shard the node was still starting is tried again:
+        # the service says so, and it is no fault of the verdicts)
+        problems = [
+            f"correlate: {line}"
+            for line in said
+            if " INFO " not in line and "(HTTP 503: " not in line
+        ]
+        return problems + (
+            [f"correlate exited with {service.returncode}"] if service.returncode else []
+        )
 
     def write_the_rest(self, parts: int = 2, pause_s: float = 0.05) -> list[str]:
         """Once every agent follows its files, append what is left of them in `parts`, the
@@ -425,10 +465,15 @@ class Started:
                     wrong.append(f"{agent.host}: {line}")
         return wrong
 
+    def _agents_and_scan(self) -> list[subprocess.Popen[Any]]:
+        return [self.scan, *(agent.process for agent in self.agents)]
+
     def abandon(self) -> None:
         """End what still runs (nothing, after `finish`)."""
-        processes: list[subprocess.Popen[Any]] = [self.scan]
-        for process in processes + [agent.process for agent in self.agents]:
+        self._end([*self._agents_and_scan(), *([self.service] if self.service else [])])
+
+    def _end(self, processes: list[subprocess.Popen[Any]]) -> None:
+        for process in processes:
             if process.poll() is None:
                 process.kill()
             process.wait()
@@ -447,25 +492,88 @@ def scan_incidents(scan: subprocess.Popen[str]) -> list[dict[str, Any]]:
 
 
 def in_the_engine(engine: SearchEngine, namespace: str, host: str, state: Path) -> bool:
-    """Whether the engine holds every process document, heartbeat and collective event the
-    journal of `host`'s agent holds."""
+    """Whether the engine holds every process document and heartbeat the journal of `host`'s
+    agent holds, as its newest version there (a process document is rewritten with new facts:
+    a count would not see an older version), and every collective event."""
     on_host = {"term": {"host.name": host}}
     topology = state_index(TOPOLOGY_STREAM, namespace)
     events = {"bool": {"filter": [on_host, {"exists": {"field": "ascend.collective.kind"}}]}}
+    with JournalReader(state / "journal") as reader:
+        journaled = {id_: json.loads(row.document) for id_, row in reader.latest_states().items()}
     try:
         engine.refresh(topology)
         engine.refresh(events_stream(namespace))
-        return engine.count(topology, on_host) == journaled_states(state) and engine.count(
-            events_stream(namespace), events
-        ) == len(collective_rows(state))
+        hits = engine.search(topology, {"size": 10_000, "query": on_host})
+        if engine.count(events_stream(namespace), events) != len(collective_rows(state)):
+            return False
     except Exception:  # an index not made yet: nothing shipped so far
         return False
+    shipped = {str(hit["_id"]): without_ingest_time(hit["_source"]) for hit in hits}
+    return shipped == journaled
+
+
+def without_ingest_time(document: dict[str, Any]) -> dict[str, Any]:
+    """A document as the agent wrote it: without the `event.ingested` the engine stamped."""
+    event = {k: v for k, v in document.get("event", {}).items() if k != "ingested"}
+    return {**document, "event": event}
+
+
+SERVICE_ROUNDS_S = 1.5
+"""How long the correlator service is given, once everything is shipped, to read it (its poll
+interval here is 300 ms)."""
+
+
+def correlator_config(shipping: Shipping, work: Path) -> Path:
+    config = work / "correlator.toml"
+    if not config.exists():
+        config.write_text(
+            shipping.sink()
+            + '[correlate]\nlisten = "127.0.0.1:0"\npoll_interval = "300ms"\noverlap = "30s"\n',
+            "utf-8",
+        )
+    return config
+
+
+def start_correlator(shipping: Shipping, work: Path) -> subprocess.Popen[bytes]:
+    """The cluster correlator service, reading the engine as the agents ship."""
+    work.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "npuwatch",
+            "correlate",
+            "--config",
+            str(correlator_config(shipping, work)),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=environment(),
+    )
+
+
+def stored_incidents(shipping: Shipping) -> list[dict[str, Any]]:
+    """The incidents of the engine's incidents index but those merged into another (open, or
+    closed as recovered: a verdict all the same)."""
+    engine = connect(Connection("opensearch", (shipping.url,)))
+    merged = {"prefix": {"ascend.incident.close_reason": "merged"}}
+    try:
+        index = state_index("incidents", shipping.namespace)
+        engine.refresh(index)
+        hits = engine.search(index, {"size": 1000, "query": {"bool": {"must_not": [merged]}}})
+    except Exception as error:  # no incident was ever written: no index
+        if "index_not_found" in str(error):
+            return []
+        raise
+    finally:
+        engine.close()
+    return [hit["_source"]["ascend"]["incident"] for hit in hits]
 
 
 def correlate_once(shipping: Shipping, work: Path) -> list[dict[str, Any]]:
     """`npuwatch correlate --once` over what the agents shipped to `shipping`."""
-    config = work / "correlator.toml"
-    config.write_text(shipping.sink() + '[correlate]\nlisten = "127.0.0.1:0"\n', "utf-8")
+    config = correlator_config(shipping, work)
     done = run_npuwatch("correlate", "--once", "--config", str(config), "--json", env=environment())
     if done.returncode not in (0, 1):
         raise CommandFailed(f"correlate --once exited with {done.returncode}: {done.stderr}")
@@ -560,3 +668,8 @@ def differences(live: list[dict[str, Any]], offline: list[dict[str, Any]]) -> li
             if a[key] != b[key]:
                 said.append(f"incident {number} {key}: live {a[key]} != offline {b[key]}")
     return said
+
+
+def in_order(incidents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Incidents in the order of what they decide (an index gives them in its own order)."""
+    return sorted(incidents, key=lambda found: json.dumps(decided(found), sort_keys=True))

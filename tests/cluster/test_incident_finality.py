@@ -129,6 +129,7 @@ def test_an_early_verdict_under_another_id_is_closed_as_merged_into_the_incident
     early = {
         **found,
         "id": "early-verdict",
+        "provisional": True,
         "root_cause": [{**found["root_cause"][0], "host": None, "pid": None, "has_logs": False}],
         "revisions": [],
     }

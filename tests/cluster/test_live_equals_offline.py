@@ -26,7 +26,13 @@ import pytest
 
 from npuwatch.sinks.search.engine import Connection
 from npuwatch.sinks.search.engines import connect
-from tests.cluster.live_offline import Shipping, StartsAhead, differences, split_hosts
+from tests.cluster.live_offline import (
+    Shipping,
+    StartsAhead,
+    differences,
+    in_order,
+    split_hosts,
+)
 from tests.conftest import FIXTURES, REAL_LOGS
 from tests.opensearch_node.launcher import RunningNode
 from tests.sinks.search.conftest import forget_namespace, install_template
@@ -109,3 +115,7 @@ def test_the_agents_journals_give_the_incidents_scan_gives(root: Path, runs: Sta
     assert differences(outcome.live, outcome.offline) == []
     assert outcome.engine is not None
     assert differences(outcome.engine, outcome.offline) == []
+    # The service that read it all as it was shipped, and `--once` beside it: one incident per
+    # fault (the others merged into it), no early verdict left open.
+    assert outcome.stored is not None
+    assert differences(in_order(outcome.stored), in_order(outcome.offline)) == []

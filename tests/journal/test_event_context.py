@@ -5,10 +5,12 @@ from journals written before this format, and empty (saying so) when the records
 from __future__ import annotations
 
 import json
+import logging
 import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +148,7 @@ def test_events_of_journals_written_before_the_reference_are_read_as_they_are(
 
 
 def test_an_event_whose_records_are_gone_is_read_with_an_empty_context_that_says_so(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     plog = LogFile(PLOG, "node-a", plog_lines(100, {95}))
     rows, made = rule_events_made([plog])
@@ -155,9 +157,15 @@ def test_an_event_whose_records_are_gone_is_read_with_an_empty_context_that_says
     write_segment(tmp_path, [CommitBatch(events=rows)])
     (_, path), *_ = list_segments(tmp_path)
     path.unlink()  # retention took it while shipping was behind
-    found, lost = read_events(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        found, lost = read_events(tmp_path)
     assert rows
     assert lost == len(rows)
+    # Said once, with what was looked for and where (not "removed": it may be further back).
+    (said,) = [
+        r.getMessage() for r in caplog.records if "records around an event" in r.getMessage()
+    ]
+    assert f"offset {rows[0].offset}" in said and "segment 2 or the 3 before it" in said
     for row in rows:
         document = json.loads(found[row.id])
         LogRecord.model_validate(document)  # the published schema knows "lost"

@@ -49,6 +49,13 @@ class Tracked:
         return self.closed and str(self.incident.get("close_reason") or "").startswith("merged")
 
     @property
+    def early(self) -> bool:
+        """A verdict given before the facts were in: provisional, naming no root cause that
+        left logs."""
+        roots = self.incident.get("root_cause") or []
+        return bool(self.incident.get("provisional")) and not any(p.get("has_logs") for p in roots)
+
+    @property
     def kind(self) -> str:
         return str(self.incident.get("kind"))
 
@@ -105,8 +112,12 @@ class IncidentBook:
         return None if best is None else best[2]
 
     def same_fault(self, tracked: Tracked, incident: Incident) -> bool:
-        """Whether a written incident and a verdict speak of one fault."""
-        return _shared(tracked, incident) is not None
+        """Whether a written incident and a verdict speak of one fault: as `match` finds them,
+        or, for an early verdict (provisional, no root cause that left logs), more loosely:
+        its times may have been wrong (a line misstamped) and it may have named nobody yet."""
+        if _shared(tracked, incident) is not None:
+            return True
+        return tracked.early and _loosely_shared(tracked, incident)
 
     def open(self) -> list[Tracked]:
         return [tracked for tracked in self.tracked.values() if not tracked.closed]
@@ -122,8 +133,34 @@ def _shared(tracked: Tracked, incident: Incident) -> int | None:
     first, last = tracked.window
     if last < start or first > end:
         return None
+    mine, theirs = incident.communicator, tracked.communicator
+    same = mine is not None and theirs is not None and _same_communicator(mine, theirs)
+    if mine is not None and theirs is not None and not same:
+        return None  # another communicator: another job, even under the same pids
     places = [*incident.root_cause, *incident.victims]
     processes = {(p.host or "", p.pid) for p in places if p.pid is not None}
     shared = len(processes & tracked.processes)
-    same = incident.communicator is not None and tracked.communicator == incident.communicator
     return shared if shared or same else None
+
+
+def _same_communicator(one: str, other: str) -> bool:
+    """Whether two communicator names are one: equal, or one the end of the other (some HCCL
+    lines give only the part after the root's address, `64000_0_1757081746616696` of
+    `172.16.1.148%eth0_64000_0_1757081746616696`, and an early verdict may know only that)."""
+    return one == other or one.endswith(f"_{other}") or other.endswith(f"_{one}")
+
+
+def _loosely_shared(tracked: Tracked, incident: Incident) -> bool:
+    """Whether an early verdict may be of the fault of `incident`: not of another communicator,
+    and sharing a process or the communicator with it, or naming no process and starting within
+    the slack of it."""
+    mine, theirs = incident.communicator, tracked.communicator
+    same = mine is not None and theirs is not None and _same_communicator(mine, theirs)
+    if mine is not None and theirs is not None and not same:
+        return False
+    places = [*incident.root_cause, *incident.victims]
+    if {(p.host or "", p.pid) for p in places if p.pid is not None} & tracked.processes or same:
+        return True
+    if tracked.processes or tracked.window is None or incident.first_us is None:
+        return False
+    return abs(tracked.window[0] - incident.first_us) <= SLACK_US

@@ -108,9 +108,12 @@ class CorrelatorService:
         self.input = CorrelationInput()
         self._correlator = Correlator(input_is_complete=self._complete)
         self.book = IncidentBook()
+        self.decided: list[str] = []
+        """The ids of the incidents the last round's verdicts are written under."""
         self._verdicts: list[Incident] = []
         self._dirty = False
-        self._book_loaded = False
+        self._book_read_ms: int | None = None
+        """When the incidents index was last read (wall, ms); None before the first round."""
         self._next_compaction = wall()  # the first round's, then every compact_interval
         self._read_at = wall()
         """When a round last read every index to its end."""
@@ -120,8 +123,7 @@ class CorrelatorService:
     def round(self) -> Round:
         done = Round()
         now_us = self._now_us()
-        if not self._book_loaded:
-            self._load_book(now_us)
+        self._load_book(now_us)
         self._read(done)
         if self._dirty:
             try:
@@ -160,8 +162,15 @@ class CorrelatorService:
     # -- reading ------------------------------------------------------------------------------
 
     def _load_book(self, now_us: int) -> None:
-        """Every incident written within the lookback: the ids to revise, and their versions."""
-        since = int(self._wall() * 1000) - int(self._settings.lookback_s * 1000)
+        """Every incident written within the lookback at the first round, and those written
+        since the last look at every other one (by another correlator, or `correlate --once`
+        beside this one: a verdict of the same fault is then written under one id, the other
+        merged into it): the ids to revise, and their versions."""
+        read_at = int(self._wall() * 1000)
+        if self._book_read_ms is None:
+            since = read_at - int(self._settings.lookback_s * 1000)
+        else:
+            since = self._book_read_ms - int(self._settings.overlap_s * 1000)
         # By when they were written (the engine's ingest time), not by the fault's time in the
         # logs: an incident of a backfill of old logs is revised, not written a second time.
         body: dict[str, Any] = {
@@ -182,7 +191,7 @@ class CorrelatorService:
             if len(hits) < _BOOK_PAGE:
                 break
             body["search_after"] = hits[-1]["sort"]
-        self._book_loaded = True
+        self._book_read_ms = read_at
 
     def _read(self, done: Round) -> None:
         for reader in self._readers:
@@ -214,12 +223,17 @@ class CorrelatorService:
             taken.add(id_)
             written += self._revise(id_, tracked, incident, now_us)
             decided.append((id_, incident))
+        self.decided = [id_ for id_, _ in decided]
         for tracked in self.book.open():
             if tracked.id in taken:
                 continue
-            # An earlier verdict of a fault a verdict of this round speaks of under another id
-            # (a root cause first named "without logs", a first failure that moved): merged.
-            into = next((i for i, found in decided if self.book.same_fault(tracked, found)), None)
+            # An incident of a fault a verdict of this round is written under another id: an
+            # early verdict (a root cause first named "without logs", a first failure that
+            # moved), or one another correlator wrote at the same time. Merged. (Two faults of
+            # one communicator each have a verdict of their own; another communicator is
+            # another fault, even under the same pids: incident_book.)
+            same = [i for i, found in decided if self.book.same_fault(tracked, found)]
+            into = same[0] if same else None
             if into is not None:
                 written += self._close(tracked, now_us, f"merged into {into}")
             elif self._quiet(tracked, now_us):

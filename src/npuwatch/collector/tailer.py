@@ -27,6 +27,7 @@ from npuwatch.collector.file_events import FileEvents, Missing
 from npuwatch.collector.files import year_reference_of_fd
 from npuwatch.collector.identity import FileIdentity, holds_tail, identify, still_same
 from npuwatch.collector.resume import resume
+from npuwatch.collector.rotation import family_of, is_successor
 from npuwatch.collector.source_report import SourceReport
 from npuwatch.collector.tailed_file import ReadBatch, TailedFile, shown_path
 from npuwatch.journal.segment import Checkpoint
@@ -109,7 +110,8 @@ class FileTailer:
         self.events = FileEvents()
         """Where the watcher's file events go."""
         self._rotated: set[tuple[int, int]] = set()
-        """Files renamed since they were last read to their end (see `_finish_rotated`)."""
+        """Files renamed, or followed by the next file of their process, since they were last
+        read to their end (see `_finish_rotated`)."""
         self._dropped: set[str] = set()
         """Files whose batch was dropped by a stop (see `flush_assembled`)."""
 
@@ -266,6 +268,11 @@ class FileTailer:
         tailed.last_growth = self._monotonic()
         self.files[identity.inode_key] = tailed
         self._hold(tailed, fd)
+        if family_of(path) is not None:
+            # The file before it of the same process is complete (collector/rotation.py).
+            self._rotated.update(
+                key for key, other in self.files.items() if is_successor(path, other.path)
+            )
 
     def _resume(
         self, fd: int, status: os.stat_result, identity: FileIdentity, stored: Checkpoint
@@ -378,10 +385,11 @@ class FileTailer:
         return read
 
     def _finish_rotated(self) -> None:
-        """Hand on at once the last record of a file read to its end that was deleted or
-        renamed (rotated): its writer has moved on, and waiting for the idle flush left the
-        record uncommitted for seconds, lost to a `kill -9` when the file was gone by the
-        restart. A deleted file is finished; a renamed one keeps being followed."""
+        """Hand on at once the last record of a file read to its end that was deleted, renamed
+        or followed by the next file of its process (rotated): its writer has moved on, and
+        waiting for the idle flush left the record uncommitted for seconds, lost to a `kill -9`
+        when the file was gone by the restart. A deleted file is finished; the others keep
+        being followed."""
         for tailed in [t for t in self._open.values() if t.unread == 0]:
             if tailed.deleted_at is not None:
                 self._finish(tailed)

@@ -66,7 +66,10 @@ def run_correlate(args: argparse.Namespace) -> int:
             raise Problems(
                 [f"cannot correlate with the search engine at {hosts}: {describe_error(error)}"]
             ) from None
-        stored = [tracked.incident for tracked in service.book.tracked.values()]
+        # The incidents of this round's verdicts (not every one the index holds: a service
+        # beside it may have written others, closed or merged since).
+        kept = [service.book.tracked.get(id_) for id_ in service.decided]
+        stored = [tracked.incident for tracked in kept if tracked is not None]
         return _print([incident_from_document(found) for found in stored], args, stored)
     return _serve(service, metrics, config, security)
 
