@@ -24,9 +24,3 @@ def family_of(path: str) -> tuple[str, int] | None:
     if match is None:
         return None
     return f"{folder}{os.sep}{match['family']}", int(match["stamp"])
-
-
-def is_successor(newer: str, older: str) -> bool:
-    """Whether the file at `newer` is a later file of the same process's log than `older`."""
-    new, old = family_of(newer), family_of(older)
-    return new is not None and old is not None and new[0] == old[0] and new[1] > old[1]

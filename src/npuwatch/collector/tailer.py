@@ -27,7 +27,7 @@ from npuwatch.collector.file_events import FileEvents, Missing
 from npuwatch.collector.files import year_reference_of_fd
 from npuwatch.collector.identity import FileIdentity, holds_tail, identify, still_same
 from npuwatch.collector.resume import resume
-from npuwatch.collector.rotation import family_of, is_successor
+from npuwatch.collector.rotation import family_of
 from npuwatch.collector.source_report import SourceReport
 from npuwatch.collector.tailed_file import ReadBatch, TailedFile, shown_path
 from npuwatch.journal.segment import Checkpoint
@@ -109,6 +109,9 @@ class FileTailer:
         self._report = SourceReport(metrics)
         self.events = FileEvents()
         """Where the watcher's file events go."""
+        self._families: dict[str, list[tuple[int, tuple[int, int]]]] = {}
+        """CANN logs followed, by process log (folder and name before the stamp): their stamps
+        and keys."""
         self._rotated: set[tuple[int, int]] = set()
         """Files renamed, or followed by the next file of their process, since they were last
         read to their end (see `_finish_rotated`)."""
@@ -268,11 +271,19 @@ class FileTailer:
         tailed.last_growth = self._monotonic()
         self.files[identity.inode_key] = tailed
         self._hold(tailed, fd)
-        if family_of(path) is not None:
-            # The file before it of the same process is complete (collector/rotation.py).
-            self._rotated.update(
-                key for key, other in self.files.items() if is_successor(path, other.path)
-            )
+        self._note_rotation(path, identity.inode_key)
+
+    def _note_rotation(self, path: str, key: tuple[int, int]) -> None:
+        """A CANN log started: the files before it of the same process are complete
+        (collector/rotation.py). Files are kept by family, so that a first walk of 10,000 files
+        costs one look each, not one per pair."""
+        family = family_of(path)
+        if family is None:
+            return
+        name, stamp = family
+        known = [(s, k) for s, k in self._families.get(name, ()) if k in self.files and k != key]
+        self._rotated.update(k for s, k in known if s < stamp)
+        self._families[name] = [*known, (stamp, key)]
 
     def _resume(
         self, fd: int, status: os.stat_result, identity: FileIdentity, stored: Checkpoint
