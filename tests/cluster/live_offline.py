@@ -356,9 +356,9 @@ class Started:
         if self.shipping is not None:
             try:
                 wrong += self._wait_until_shipped()
-                time.sleep(SERVICE_ROUNDS_S)  # the service's last rounds over it all
+                wait_until_settled(self.shipping)  # the service's last rounds over it all
                 engine = correlate_once(self.shipping, self.work)  # beside the service
-                time.sleep(SERVICE_ROUNDS_S)  # its rounds after: what --once wrote, merged
+                wait_until_settled(self.shipping)  # its rounds after: what --once wrote, merged
             finally:
                 wrong += self._stop_service()
             stored = stored_incidents(self.shipping)
@@ -518,9 +518,27 @@ def without_ingest_time(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "event": event}
 
 
-SERVICE_ROUNDS_S = 1.5
-"""How long the correlator service is given, once everything is shipped, to read it (its poll
-interval here is 300 ms)."""
+SETTLED_S = 1.5
+"""How long the incidents index must stay unchanged for the service (a round every 300 ms
+here) to be done with what it was given."""
+SETTLE_TIMEOUT_S = 30.0
+
+
+def wait_until_settled(shipping: Shipping) -> None:
+    """Wait until the incidents the service wrote stop changing (SETTLED_S without a change,
+    at most SETTLE_TIMEOUT_S): on a loaded machine its rounds take longer than their interval."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    seen, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        try:
+            now = json.dumps(incident_documents(shipping), sort_keys=True)
+        except Exception:  # the node busy (503): looked at again
+            now = None
+        if now is None or now != seen:
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since >= SETTLED_S:
+            return
+        time.sleep(0.3)
 
 
 def correlator_config(shipping: Shipping, work: Path) -> Path:
@@ -556,12 +574,23 @@ def start_correlator(shipping: Shipping, work: Path) -> subprocess.Popen[bytes]:
 def stored_incidents(shipping: Shipping) -> list[dict[str, Any]]:
     """The incidents of the engine's incidents index but those merged into another (open, or
     closed as recovered: a verdict all the same)."""
-    engine = connect(Connection("opensearch", (shipping.url,)))
     merged = {"prefix": {"ascend.incident.close_reason": "merged"}}
+    return incident_documents(shipping, {"bool": {"must_not": [merged]}})
+
+
+def incident_documents(
+    shipping: Shipping, query: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The incidents of the engine's incidents index (those `query` selects)."""
+    engine = connect(Connection("opensearch", (shipping.url,)))
+    doc_id = {"order": "asc", "unmapped_type": "keyword"}
+    body: dict[str, Any] = {"size": 1000, "sort": [{"ascend.doc_id": doc_id}]}
+    if query is not None:
+        body["query"] = query
     try:
         index = state_index("incidents", shipping.namespace)
         engine.refresh(index)
-        hits = engine.search(index, {"size": 1000, "query": {"bool": {"must_not": [merged]}}})
+        hits = engine.search(index, body)
     except Exception as error:  # no incident was ever written: no index
         if "index_not_found" in str(error):
             return []
