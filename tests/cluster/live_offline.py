@@ -28,9 +28,10 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -324,6 +325,8 @@ class Started:
     shipping: Shipping | None = None
     service: subprocess.Popen[bytes] | None = None
     """`npuwatch correlate`, reading what the agents ship as they ship it."""
+    writer: threading.Thread | None = None
+    writing_problems: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, collection: Collection, work: Path, shipping: Shipping | None = None) -> Started:
@@ -336,6 +339,11 @@ class Started:
         except BaseException:
             started.abandon()
             raise
+        # The rest written as soon as the agents follow their files, not when the test gets to
+        # this collection (started ahead, its agents could wait through the collection before
+        # for longer than `quiet_close`: a pause the logs do not have).
+        started.writer = threading.Thread(target=started.write_the_rest, daemon=True)
+        started.writer.start()
         return started
 
     def finish(self) -> Outcome:
@@ -343,7 +351,9 @@ class Started:
         it journaled its files to their end, then `correlate --journal` over their journals (and
         `correlate --once` over what they shipped); and scan's incidents."""
         try:
-            wrong = self.write_the_rest()
+            assert self.writer is not None
+            self.writer.join(READ_TIMEOUT_S + 10)
+            wrong = list(self.writing_problems)
             wrong += self._stop_agents_when_read()
             offline = scan_incidents(self.scan)
         except BaseException:
@@ -387,23 +397,24 @@ class Started:
             [f"correlate exited with {service.returncode}"] if service.returncode else []
         )
 
-    def write_the_rest(self, parts: int = 2, pause_s: float = 0.05) -> list[str]:
+    def write_the_rest(self, parts: int = 2, pause_s: float = 0.05) -> None:
         """Once every agent follows its files, append what is left of them in `parts`, the
         hosts' files interleaved, a pause between the parts (shorter than the agents' idle
-        flush: a record held for its continuation lines stays whole)."""
+        flush: a record held for its continuation lines stays whole). What went wrong goes to
+        `writing_problems` (run in a thread of its own)."""
         deadline = time.monotonic() + READ_TIMEOUT_S
         while any(agent.following() is None for agent in self.agents):
             if time.monotonic() > deadline or any(
                 a.process.poll() is not None for a in self.agents
             ):
-                return ["an agent did not start following its files"]
+                self.writing_problems.append("an agent did not start following its files")
+                return
             time.sleep(0.05)
         for part in range(parts):
             for agent in self.agents:
                 for rest in agent.rest:
                     rest.append(part, parts)
             time.sleep(pause_s)
-        return []
 
     def _wait_until_shipped(self) -> list[str]:
         """Wait until the engine holds each agent's process documents, heartbeat and collective
@@ -503,7 +514,10 @@ def in_the_engine(engine: SearchEngine, namespace: str, host: str, state: Path) 
     try:
         engine.refresh(topology)
         engine.refresh(events_stream(namespace))
-        hits = engine.search(topology, {"size": 10_000, "query": on_host})
+        # By id: a heartbeat may not carry the host's name where a query would look for it.
+        hits = engine.search(
+            topology, {"size": 10_000, "query": {"ids": {"values": sorted(journaled)}}}
+        )
         if engine.count(events_stream(namespace), events) != len(collective_rows(state)):
             return False
     except Exception:  # an index not made yet: nothing shipped so far
