@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
+from npuwatch.cluster.incident_document import iso_us
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted
 from npuwatch.parsers.hccl.shipped import (
     Heartbeat,
@@ -180,9 +180,7 @@ def _epoch_us(stamped: object) -> int | None:
         return None
     if isinstance(stamped, int | float):
         return int(stamped * 1000)
-    if not isinstance(stamped, str):
-        return None
     try:
-        return int(datetime.fromisoformat(stamped.replace("Z", "+00:00")).timestamp() * 1e6)
+        return iso_us(stamped)
     except ValueError:
         return None

@@ -133,34 +133,38 @@ def _shared(tracked: Tracked, incident: Incident) -> int | None:
     first, last = tracked.window
     if last < start or first > end:
         return None
-    mine, theirs = incident.communicator, tracked.communicator
-    same = mine is not None and theirs is not None and _same_communicator(mine, theirs)
-    if mine is not None and theirs is not None and not same:
+    same = _communicator(tracked, incident)
+    if same is False:
         return None  # another communicator: another job, even under the same pids
-    places = [*incident.root_cause, *incident.victims]
-    processes = {(p.host or "", p.pid) for p in places if p.pid is not None}
-    shared = len(processes & tracked.processes)
+    shared = len(_processes_of(incident) & tracked.processes)
     return shared if shared or same else None
-
-
-def _same_communicator(one: str, other: str) -> bool:
-    """Whether two communicator names are one: equal, or one the end of the other (some HCCL
-    lines give only the part after the root's address, `64000_0_1757081746616696` of
-    `172.16.1.148%eth0_64000_0_1757081746616696`, and an early verdict may know only that)."""
-    return one == other or one.endswith(f"_{other}") or other.endswith(f"_{one}")
 
 
 def _loosely_shared(tracked: Tracked, incident: Incident) -> bool:
     """Whether an early verdict may be of the fault of `incident`: not of another communicator,
     and sharing a process or the communicator with it, or naming no process and starting within
     the slack of it."""
-    mine, theirs = incident.communicator, tracked.communicator
-    same = mine is not None and theirs is not None and _same_communicator(mine, theirs)
-    if mine is not None and theirs is not None and not same:
+    same = _communicator(tracked, incident)
+    if same is False:
         return False
-    places = [*incident.root_cause, *incident.victims]
-    if {(p.host or "", p.pid) for p in places if p.pid is not None} & tracked.processes or same:
+    if same or _processes_of(incident) & tracked.processes:
         return True
     if tracked.processes or tracked.window is None or incident.first_us is None:
         return False
     return abs(tracked.window[0] - incident.first_us) <= SLACK_US
+
+
+def _communicator(tracked: Tracked, incident: Incident) -> bool | None:
+    """Whether a written incident and a verdict are of one communicator (None: one of them
+    does not know its own). Some HCCL lines give only the end of a communicator's name, the
+    part after the root's address (`64000_0_1757081746616696` of
+    `172.16.1.148%eth0_64000_0_1757081746616696`), and an early verdict may know only that."""
+    one, other = tracked.communicator, incident.communicator
+    if one is None or other is None:
+        return None
+    return one == other or one.endswith(f"_{other}") or other.endswith(f"_{one}")
+
+
+def _processes_of(incident: Incident) -> frozenset[tuple[str, int]]:
+    places = [*incident.root_cause, *incident.victims]
+    return frozenset((p.host or "", p.pid) for p in places if p.pid is not None)

@@ -249,16 +249,7 @@ class CorrelatorService:
         first_verdict_us = now_us
         if tracked is not None:
             first_verdict_us = iso_us(tracked.incident.get("first_verdict")) or now_us
-        every_rank = (
-            incident.ranks_expected is not None
-            and incident.ranks_reported >= incident.ranks_expected
-        )
-        settle_span_us = (
-            incident.settle_us - incident.first_us
-            if incident.settle_us is not None and incident.first_us is not None
-            else 0
-        )
-        if not every_rank and now_us < first_verdict_us + settle_span_us:
+        if not incident.settled(now_us, since_us=first_verdict_us):
             return True
         places = [*incident.root_cause, *incident.waiting_chain]
         missing_facts = any(not place.has_logs for place in places)

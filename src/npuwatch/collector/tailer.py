@@ -113,8 +113,8 @@ class FileTailer:
         """CANN logs followed, by process log (folder and name before the stamp): their stamps
         and keys."""
         self._rotated: set[tuple[int, int]] = set()
-        """Files renamed, or followed by the next file of their process, since they were last
-        read to their end (see `_finish_rotated`)."""
+        """Files deleted, renamed, or followed by the next file of their process, not yet read
+        to their end (see `_finish_rotated`)."""
         self._dropped: set[str] = set()
         """Files whose batch was dropped by a stop (see `flush_assembled`)."""
 
@@ -401,21 +401,20 @@ class FileTailer:
         waiting for the idle flush left the record uncommitted for seconds, lost to a `kill -9`
         when the file was gone by the restart. A deleted file is finished; the others keep
         being followed."""
-        for tailed in [t for t in self._open.values() if t.unread == 0]:
-            if tailed.deleted_at is not None:
-                self._finish(tailed)
         for key in list(self._rotated):
-            renamed = self.files.get(key)
-            if renamed is None:
-                self._rotated.discard(key)
-                continue
-            if renamed.unread != 0:
+            tailed = self.files.get(key)
+            if tailed is not None and tailed.unread != 0:
                 continue  # read to its end first: the record may go on in what is unread
             self._rotated.discard(key)
-            batch = renamed.flush_assembled()
+            if tailed is None:
+                continue
+            if tailed.deleted_at is not None:
+                self._finish(tailed)
+                continue
+            batch = tailed.flush_assembled()
             if batch is not None:
                 self._send(batch)
-                if not renamed.holds_data:  # no partial line left for the idle flush
+                if not tailed.holds_data:  # no partial line left for the idle flush
                     self._closed_holding.pop(key, None)
 
     def _refresh(self, tailed: TailedFile) -> None:
@@ -426,6 +425,7 @@ class FileTailer:
             return
         if status.st_nlink == 0 and tailed.deleted_at is None:
             tailed.deleted_at = self._monotonic()
+            self._rotated.add(tailed.identity.inode_key)
         tailed.size, tailed.mtime = status.st_size, status.st_mtime
 
     def _read_round(self, tailed: TailedFile) -> int:
@@ -535,6 +535,7 @@ class FileTailer:
             self._refresh(tailed)
             if tailed.deleted_at is None:
                 tailed.deleted_at = self._monotonic()  # renamed out of the roots, or excluded
+                self._rotated.add(tailed.identity.inode_key)
             return
         self._finish(tailed)
 

@@ -46,6 +46,12 @@ from npuwatch.private_files import create_private, make_private, private_directo
 _QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")
 _DAY_US = 86_400 * 1_000_000
 
+
+def _utc_day(seconds: float) -> int:
+    """The UTC day (since the epoch) of a time in seconds: a segment holds one day's writes."""
+    return int(seconds * 1_000_000) // _DAY_US
+
+
 log = logging.getLogger(__name__)
 
 
@@ -198,7 +204,7 @@ class Journal:
         seconds made thousands, and an event's context, a few segments back, was not found."""
         if segment.sequence != self._next_sequence() - 1:
             return False
-        if self._day_of(segment.path) != int(self._clock() * 1_000_000) // _DAY_US:
+        if self._day_of(segment.path) != _utc_day(self._clock()):
             return False
         return segment_bytes_on_disk(segment.path) < self.settings.segment_bytes
 
@@ -207,7 +213,7 @@ class Journal:
         """The UTC day a segment was last written (a segment rolls at the first commit of a new
         day, so that is the day it holds)."""
         try:
-            return int(path.stat().st_mtime * 1_000_000) // _DAY_US
+            return _utc_day(path.stat().st_mtime)
         except FileNotFoundError:
             return -1
 
@@ -291,7 +297,7 @@ class Journal:
             self._active.close()
         self._close_previous()
         self._active = segment
-        self._active_day = int(self._clock() * 1_000_000) // _DAY_US
+        self._active_day = _utc_day(self._clock())
         self._snapshot_pending = True
 
     def _next_sequence(self) -> int:

@@ -95,11 +95,18 @@ class Incident:
     def victim_count(self) -> int:
         return self.victims_counted[0] if self.victims_counted else len(self.victims)
 
-    def settled(self, now_us: int) -> bool:
-        """Whether the verdict can be taken as final at `now_us` (the settle rule)."""
+    def settled(self, now_us: int, since_us: int | None = None) -> bool:
+        """Whether the verdict can be taken as final at `now_us` (the settle rule). `since_us`:
+        when its settle span (first report to settle time) is counted from; by default the
+        first report's time in the logs, which the live correlator replaces by its first
+        verdict on its own clock (a backfill's logs, or a host's wrong clock, are days back)."""
         if self.ranks_expected is not None and self.ranks_reported >= self.ranks_expected:
             return True
-        return self.settle_us is not None and now_us >= self.settle_us
+        if self.settle_us is None:
+            return False
+        if since_us is None or self.first_us is None:
+            return now_us >= self.settle_us
+        return now_us >= since_us + (self.settle_us - self.first_us)
 
     @property
     def faultdiag_code(self) -> int | None:
