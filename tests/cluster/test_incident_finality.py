@@ -149,3 +149,30 @@ def test_an_early_verdict_under_another_id_is_closed_as_merged_into_the_incident
     # A later round revises the incident, never the merged one again.
     CorrelatorService(engine, CorrelateSettings(namespace=NAMESPACE), CorrelatorMetrics()).round()
     assert [i["id"] for i in incidents(engine) if not i["closed"]] == [found["id"]]
+
+
+def test_a_victims_facts_that_come_in_later_are_written_into_the_incident_without_a_revision(
+    journals: dict[str, Path], engine: SearchEngine
+) -> None:
+    """Before, a document was written again only when its verdict changed: ranks that were
+    only waiting, whose process facts came in after the verdict, stayed listed without their
+    rank and device for good, though the correlator knew them."""
+    ship(engine, [action for state in journals.values() for action in collective_events(state)])
+    ship(engine, [action for host in ("host-b",) for action in topology(journals[host])])
+    service = CorrelatorService(engine, CorrelateSettings(namespace=NAMESPACE), CorrelatorMetrics())
+    service.round()
+    (before,) = incidents(engine)
+    on_host_a = [p for p in before["victims"] if p["host"] == "host-a"]
+    assert len(on_host_a) == 4
+    assert {(p["rank"], p["device"]) for p in on_host_a} == {(None, None)}
+
+    ship(engine, topology(journals["host-a"]))  # host-a's agent ships its facts late
+    service.round()
+    (after,) = incidents(engine)
+    assert after["id"] == before["id"]
+    assert after["summary"] == before["summary"]
+    ranks = {p["rank"] for p in after["victims"] if p["host"] == "host-a"}
+    assert ranks == {0, 1, 2, 3}
+    assert after["revisions"] == before["revisions"]  # the verdict is the same: no revision
+    service.round()  # and a round with nothing new writes nothing
+    assert incidents(engine) == [after]

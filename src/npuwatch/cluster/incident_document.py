@@ -9,6 +9,7 @@ the verdict that changed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -70,6 +71,19 @@ def changed_keys(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> 
     if before is None:
         return ["verdict"]
     return [key for key in VERDICT_KEYS if before.get(key) != after.get(key)]
+
+
+STORY_KEYS = ("revisions", "first_verdict", "updated", "liveness")
+"""What an incident document says of its past and of the agents now, beside the verdict."""
+
+
+def listing_changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether the stored incident lists anything else than `after` where the verdict is the
+    same: a victim whose rank and device came in since, more evidence, a later last line. Such
+    a document is written again, without a revision: what it lists must be what the correlator
+    knows, or an operator sees a waiting rank without its device long after its facts are in."""
+    stored = json.loads(json.dumps(after))  # as the engine gives it back: lists, not tuples
+    return any(before.get(key) != stored[key] for key in stored if key not in STORY_KEYS)
 
 
 def verdict_changed(before: Mapping[str, Any], found: Mapping[str, Any]) -> bool:

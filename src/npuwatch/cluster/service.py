@@ -32,6 +32,7 @@ from npuwatch.cluster.incident_document import (
     incident_document,
     incident_id,
     iso_us,
+    listing_changed,
     verdict,
     verdict_changed,
 )
@@ -270,7 +271,10 @@ class CorrelatorService:
             reason = "quiet"
         notes = liveness_notes(incident, self.input, now_us)
         document = incident_document(id_, found, before, now_us, reason, notes)
-        if before is not None and not changed_keys(before, document["ascend"]["incident"]):
+        revised = document["ascend"]["incident"]
+        if before is not None and not (
+            changed_keys(before, revised) or listing_changed(before, revised)
+        ):
             return 0
         result = "created" if tracked is None else "closed" if reason else "revised"
         if not self._put(id_, tracked, document, now_us, result):

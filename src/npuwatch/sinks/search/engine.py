@@ -11,6 +11,7 @@ libraries are imported by those modules only, when a sink or `npuwatch es` needs
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,11 +169,23 @@ class SearchEngine:
     def refresh(self, index: str) -> None:
         self.client.indices.refresh(index=index, ignore_unavailable=True)
 
-    def count(self, index: str, query: dict[str, Any] | None = None) -> int:
-        self.client.indices.refresh(index=index, ignore_unavailable=True)
+    def count(
+        self, index: str, query: dict[str, Any] | None = None, starting_wait_s: float = 10.0
+    ) -> int:
+        """Documents of `index` (a comma-separated list may name streams not made yet). An index
+        a write has just made answers 503 ("all shards failed") while the node starts its
+        shard: asked again for up to `starting_wait_s`."""
         body = {"query": query} if query is not None else None
-        found = self.client.count(index=index, body=body, ignore_unavailable=True)
-        return int(found["count"])
+        deadline = time.monotonic() + starting_wait_s
+        while True:
+            try:
+                self.client.indices.refresh(index=index, ignore_unavailable=True)
+                found = self.client.count(index=index, body=body, ignore_unavailable=True)
+                return int(found["count"])
+            except Exception as error:
+                if status_of(error) != 503 or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.2)
 
 
 CLIENT_LOGGERS = ("elastic_transport", "elasticsearch", "opensearch", "urllib3")
