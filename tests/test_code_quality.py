@@ -11,7 +11,17 @@ import pytest
 from tests.conftest import REPO
 
 CHECKS = {
-    "ruff lint": [sys.executable, "-m", "ruff", "check", "src", "tests", "bench", "fixtures"],
+    "ruff lint": [
+        sys.executable,
+        "-m",
+        "ruff",
+        "check",
+        "src",
+        "tests",
+        "bench",
+        "fixtures",
+        "scripts",
+    ],
     "ruff format": [
         sys.executable,
         "-m",
@@ -22,6 +32,7 @@ CHECKS = {
         "tests",
         "bench",
         "fixtures",
+        "scripts",
     ],
     "mypy": [sys.executable, "-m", "mypy"],
 }

@@ -1,3 +1,3 @@
 """npuwatch: a log and telemetry pipeline for Huawei Ascend NPU clusters."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

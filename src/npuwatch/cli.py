@@ -102,6 +102,10 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Log and telemetry pipeline for Huawei Ascend NPU clusters: parse CANN "
         "logs (plog, device logs, console error blocks) into structured records and summarise "
         "what went wrong.",
+        epilog="exit status, for every command (each command's --help says what 1 means there):\n"
+        "  0  all well\n"
+        "  1  findings: error records, failed checks, a regression, problems in a file checked\n"
+        "  2  bad usage or unreadable input (one line on stderr saying what to do)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"npuwatch {__version__}")

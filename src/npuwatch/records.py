@@ -158,8 +158,8 @@ class _MarkedBodyField(_BodyField):
         values = record.__dict__
         body = values.get("body")
         if body is not None:
-            marker = record.body_markers.get(self.name)
-            if marker is not None and marker not in body:
+            markers = record.body_markers.get(self.name)
+            if markers is not None and not any(marker in body for marker in markers):
                 return None
         record.derive_body_fields()
         return values[self.name]
@@ -208,7 +208,7 @@ class Record:
     continuation: str | None = None
     """Lines after the first, joined by newlines (carriage returns removed)."""
     body_parser: Callable[[Record, str], None] | None = None
-    body_markers: Mapping[str, str] = MappingProxyType({})
+    body_markers: Mapping[str, tuple[str, ...]] = MappingProxyType({})
     """For a body field the body parser finds only after a fixed text (`rank`, `device`): that
     text. A body without it leaves the field None, which is read without parsing the body."""
     ascend_extra: dict[str, Any] | None = None

@@ -1,4 +1,5 @@
-"""The README's `scan` sample is what `npuwatch scan fixtures/trees/hccl-timeout` prints today.
+"""The `scan` samples of the README and of the scan guide (docs/guides/scan.md) are what
+`npuwatch scan` of the bundled fixtures prints today.
 
 The sample is abridged by two marks only: a line `…` stands for any number of lines left out, and
 a line ending in ` …` for a line of the output that starts with what comes before the mark.
@@ -9,23 +10,30 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
 from tests.npuwatch_command import run_npuwatch
 
 README = REPO / "README.md"
-SECTION = "## `npuwatch scan`: what went wrong in this log tree"
+GUIDE = REPO / "docs" / "guides" / "scan.md"
+TITLE = "`npuwatch scan`: what went wrong in this log tree"
+SAMPLES = {README: f"## {TITLE}", GUIDE: f"# {TITLE}"}
+"""Each page with the sample, and the heading it is under."""
 COMMAND = ["scan", "fixtures/trees/hccl-timeout"]
 GAP = "…"
 CUT = " …"
 
 
-def readme_sample() -> list[str]:
-    """The first fenced block without a language in the README's scan section."""
-    lines = README.read_text(encoding="utf-8").splitlines()
+def readme_sample(page: Path = README) -> list[str]:
+    """The first fenced block without a language in the page's scan section."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    section = SAMPLES[page]
     block: list[str] | None = None
     language = ""
-    for line in lines[lines.index(SECTION) + 1 :]:
+    for line in lines[lines.index(section) + 1 :]:
         if block is None and line.startswith("## "):
             break
         if line.startswith("```"):
@@ -38,7 +46,7 @@ def readme_sample() -> list[str]:
             continue
         if block is not None:
             block.append(line)
-    raise AssertionError(f"README.md has no sample output under {SECTION!r}")
+    raise AssertionError(f"{page.name} has no sample output under {section!r}")
 
 
 def fits(expected: str, actual: str) -> bool:
@@ -72,13 +80,14 @@ def run_scan() -> subprocess.CompletedProcess[str]:
     return run_npuwatch(*COMMAND, cwd=REPO, env={**os.environ, "TZ": "UTC", "NO_COLOR": "1"})
 
 
-def test_the_readme_scan_sample_is_what_the_command_prints() -> None:
+@pytest.mark.parametrize("page", sorted(SAMPLES), ids=lambda page: page.name)
+def test_the_scan_sample_is_what_the_command_prints(page: Path) -> None:
     result = run_scan()
     assert result.returncode == 1, result.stderr  # error records found
-    sample = readme_sample()
+    sample = readme_sample(page)
     assert len([line for line in sample if line.strip() != GAP]) >= 20
     problem = departure(sample, result.stdout.splitlines())
-    assert problem is None, f"README.md › npuwatch scan: {problem}"
+    assert problem is None, f"{page.relative_to(REPO)} › npuwatch scan: {problem}"
 
 
 def test_the_comparison_catches_a_changed_count_and_lines_out_of_order() -> None:
@@ -93,8 +102,8 @@ def test_the_comparison_catches_a_changed_count_and_lines_out_of_order() -> None
 INCIDENT_EXAMPLE = "A worked example: `fixtures/collective/first-error-not-timeout`"
 
 
-def test_the_readme_incident_example_is_what_the_command_prints() -> None:
-    lines = README.read_text(encoding="utf-8").splitlines()
+def test_the_guide_incident_example_is_what_the_command_prints() -> None:
+    lines = GUIDE.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(INCIDENT_EXAMPLE))
     opening = next(i for i in range(start, len(lines)) if lines[i] == "```")
     closing = lines.index("```", opening + 1)
@@ -109,4 +118,4 @@ def test_the_readme_incident_example_is_what_the_command_prints() -> None:
     )
     assert result.returncode == 1, result.stderr
     problem = departure([GAP, *sample], result.stdout.splitlines())  # an excerpt from the middle
-    assert problem is None, f"README.md › Which device failed first: {problem}"
+    assert problem is None, f"docs/guides/scan.md › Which device failed first: {problem}"

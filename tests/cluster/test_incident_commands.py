@@ -42,7 +42,7 @@ def shipped(
     config = work / "correlator.toml"
     config.write_text(sink + '[correlate]\nlisten = "127.0.0.1:0"\n', "utf-8")
     done = run_npuwatch("es", "setup", "--replicas", "0", "--config", str(config))
-    assert done.returncode in (0, 1), done.stderr  # 1: this node has no lifecycle plugin
+    assert done.returncode == 0, done.stderr  # (a warning: this node has no lifecycle plugin)
     engine = connect(Connection("opensearch", (node.url,)))
 
     def in_the_engine(host: str, state: Path) -> bool:

@@ -3,6 +3,11 @@ changed, provisional until the settle rule holds."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+
 from npuwatch.analysis.correlation.incident import Incident, Place
 from npuwatch.cluster.incident_book import IncidentBook
 from npuwatch.cluster.incident_document import (
@@ -105,9 +110,26 @@ def test_a_later_verdict_of_the_same_fault_finds_the_incident_written_first() ->
 
 
 def test_an_incident_s_id_is_made_from_its_communicator_and_first_failure() -> None:
-    assert incident_id("world", T0) == incident_id("world", T0)
+    # The same in every process (a correlator restarted, a second one, `--once` beside them
+    # must find an incident by it): not Python's hash, which differs from run to run.
+    code = (
+        "from npuwatch.cluster.incident_document import incident_id;"
+        f"print(incident_id('world', {T0}), incident_id(None, None))"
+    )
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.split()[0]
+        for seed in ("1", "2")
+    }
+    assert runs == {incident_id("world", T0)}
+    assert re.fullmatch(r"[A-Za-z0-9_-]{20}", incident_id("world", T0))
     assert incident_id("world", T0) != incident_id("world", T0 + 1)
-    assert incident_id(None, None) == incident_id(None, None)
+    assert incident_id("world", T0) != incident_id("tp-0", T0)
 
 
 def test_a_stored_incident_reads_back_with_its_status_for_the_report() -> None:

@@ -122,8 +122,8 @@ class Cluster:
 
 def set_up(config: Path) -> None:
     """`npuwatch es setup`: the templates and the pipeline (this node has no ISM plugin for the
-    lifecycle policy, which `es setup` says with exit 1)."""
-    assert main(["es", "setup", "--replicas", "0", "--config", str(config)]) in (0, 1)
+    lifecycle policy, which `es setup` says in a warning line)."""
+    assert main(["es", "setup", "--replicas", "0", "--config", str(config)]) == 0
 
 
 def _toml(path: Path) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def test_check_of_a_valid_file_prints_ok_the_journal_and_the_log_roots(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     logs = tmp_path / "logs"
+    logs.mkdir()
     path = write(
         tmp_path,
         f'[agent]\nhost_name = "node-7"\nstate_directory = "{tmp_path}"\n'
@@ -62,6 +63,28 @@ def test_check_of_a_valid_file_prints_ok_the_journal_and_the_log_roots(
         builtin_rules_line(),
     ]
     assert captured.err == ""
+
+
+def test_check_refuses_a_log_root_the_file_names_that_does_not_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, a typo in sources.roots passed the check, and the agent followed nothing."""
+    there = tmp_path / "logs"
+    there.mkdir()
+    typo = tmp_path / "lgos"
+    path = write(
+        tmp_path,
+        f'[agent]\nstate_directory = "{tmp_path}"\n[sources]\nroots = ["{there}", "{typo}"]\n',
+    )
+    assert main(["config", "check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == f"{path}: not ok (see below)"
+    assert captured.err.splitlines() == [
+        f"npuwatch: sources.roots: {typo} does not exist: fix the path, or create the folder "
+        "(the agent follows a root once it appears)"
+    ]
+    typo.mkdir()  # made: the same file passes
+    assert main(["config", "check", str(path)]) == 0
 
 
 def test_check_says_which_npu_smi_the_agent_polls_and_where_profiling_runs_are_found(
@@ -288,7 +311,7 @@ def test_check_fails_when_npuwatch_s_own_packs_are_missing(
     missing = tmp_path / "site-packages" / "npuwatch" / "rules" / "packs"
     monkeypatch.setattr(npuwatch.agent.plans, "DEFAULT_PACKS", missing)
     path = write(tmp_path, f'[agent]\nstate_directory = "{tmp_path}"\n')
-    assert main(["config", "check", str(path)]) == 2
+    assert main(["config", "check", str(path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
@@ -304,7 +327,7 @@ def test_check_fails_on_a_configured_pack_that_is_missing(
     path = write(
         tmp_path, f'[agent]\nstate_directory = "{tmp_path}"\n[rules]\npaths = ["{missing}"]\n'
     )
-    assert main(["config", "check", str(path)]) == 2
+    assert main(["config", "check", str(path)]) == 1
     assert (
         capsys.readouterr()
         .err.splitlines()[0]
@@ -321,7 +344,7 @@ def test_check_fails_on_a_broken_pack_in_the_system_rules_folder(
     monkeypatch.setattr(npuwatch.agent.plans, "SYSTEM_RULES", system)
     monkeypatch.setattr(npuwatch.commands.config_run, "DEFAULT_CONFIG_PATH", tmp_path / "none")
     monkeypatch.setattr(npuwatch.config, "DEFAULT_CONFIG_PATH", tmp_path / "none")
-    assert main(["config", "check"]) == 2
+    assert main(["config", "check"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2
     assert err[0].startswith(f"npuwatch: {system / '50-site.yaml'}:5:")
@@ -376,7 +399,7 @@ def test_check_fails_like_the_agent_on_a_secret_file_it_cannot_read(
         '[sinks.elasticsearch]\nenabled = true\nhosts = ["https://es-1:9200"]\n'
         f'username = "npuwatch"\npassword_file = "{secret}"\n',
     )
-    assert main(["config", "check", str(path)]) == 2
+    assert main(["config", "check", str(path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
@@ -397,7 +420,7 @@ def test_check_fails_like_the_agent_on_a_web_configuration_it_cannot_read(
         tmp_path,
         f'[agent]\nstate_directory = "{tmp_path}"\n[sinks.prometheus]\nweb_config_file = "{web}"\n',
     )
-    assert main(["config", "check", str(path)]) == 2
+    assert main(["config", "check", str(path)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1
     assert err[0].startswith(f"npuwatch: {web}")

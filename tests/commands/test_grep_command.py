@@ -132,6 +132,50 @@ def test_a_device_finds_the_plog_records_whose_body_names_it(
     assert out(capsys) == lines(PLOG, LINK_DOWN)
 
 
+def test_a_device_finds_the_records_whose_message_names_it_in_the_runtime_s_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, only the `(device_id:N die_id:N)` style gave a plog record its device: the
+    runtime's `Task run failed, device_id=3, …` and `deviceId=3` lines had none, and
+    `grep --level ERROR --device 3` missed most of a device's errors."""
+    task = (
+        "[ERROR] RUNTIME(3300,python3):2025-09-14-09:30:05.000.000 [stars_engine.cc:1553]3310 "
+        "ProcLogicCqReport:Task run failed, device_id=3, stream_id=2, task_id=1"
+    )
+    memory = (
+        "[ERROR] RUNTIME(3300,python3):2025-09-14-09:30:06.000.000 [npu_driver.cc:566]3310 "
+        "DevMemAlloc huge page failed: deviceId=3, type=2, size=1024"
+    )
+    other = (
+        "[ERROR] RUNTIME(3300,python3):2025-09-14-09:30:07.000.000 [stream.cc:921]3310 "
+        "GetError:Notify wait execute failed, device_id=1, stream_id=14"
+    )
+    directory = tmp_path / "journal"
+    write_journal(directory, [LogFile(PLOG, "node-7", [BUILD_START, task, memory, other])])
+    assert grep(directory, "--level", "ERROR", "--device", "3") == 0
+    assert out(capsys) == lines(PLOG, task, memory)
+    assert grep(directory, "--level", "ERROR", "--device", "3", "--json") == 0
+    found = [json.loads(line) for line in out(capsys)]
+    assert [document["ascend"]["device"] for document in found] == [3, 3]
+
+
+def test_fixed_strings_match_a_pattern_s_characters_as_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    brackets = (
+        "[ERROR] HCCL(3300,python3):2025-09-14-09:30:05.000.000 [hccl.cc:1]3310 "
+        "Init: ranks[0] and ranks[1] disagree (a+b)"
+    )
+    directory = tmp_path / "journal"
+    write_journal(directory, [LogFile(PLOG, "node-7", [BUILD_START, brackets])])
+    assert grep(directory, "-F", "ranks[0] and ranks[1]") == 0
+    assert out(capsys) == lines(PLOG, brackets)
+    assert grep(directory, "--fixed-strings", "(a+b)", "-c") == 0
+    assert out(capsys) == ["1"]
+    # The same text as a regular expression means something else, and finds nothing.
+    assert grep(directory, "ranks[0] and ranks[1]") == 1
+
+
 def test_a_device_finds_the_records_of_its_device_folder(
     journal_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

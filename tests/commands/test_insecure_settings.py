@@ -22,6 +22,13 @@ import pytest
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
 EXIT_INPUT = 2
+EXIT_FINDINGS = 1
+REFUSED_WITH = {
+    "config check": EXIT_FINDINGS,
+    "agent": EXIT_INPUT,
+    "correlate --check": EXIT_FINDINGS,
+}
+"""The checks find a problem in what they check (1); the agent cannot start on it (2)."""
 SECRET = "s3cret-password-value"
 SERVICE_USER = "npuwatch-test-owner"
 
@@ -67,8 +74,8 @@ def starts(*args: str) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
     ]
 
 
-def one_refusal(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == EXIT_INPUT, done.stderr
+def one_refusal(done: subprocess.CompletedProcess[str], command: str = "config check") -> str:
+    assert done.returncode == REFUSED_WITH[command], (command, done.stderr)
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert SECRET not in line
@@ -93,7 +100,7 @@ def test_a_search_engine_secret_others_may_read_stops_the_check_the_agent_and_th
     path = config(search_engine(setting, secret))
 
     for command, done in starts(str(path)):
-        line = one_refusal(done)
+        line = one_refusal(done, command)
         assert line.startswith("npuwatch: [sinks.elasticsearch] the "), command
         assert f"{secret} is readable by {who} (mode 0{mode:o})" in line, command
         assert line.endswith(f"run `chmod 600 {secret}`"), command
@@ -102,7 +109,7 @@ def test_a_search_engine_secret_others_may_read_stops_the_check_the_agent_and_th
 def test_the_same_secret_made_private_passes(tmp_path: Path, config: Config) -> None:
     secret = secret_file(tmp_path, "es-password", 0o644)
     path = config(search_engine("password_file", secret))
-    assert run_npuwatch("config", "check", str(path)).returncode == EXIT_INPUT
+    assert run_npuwatch("config", "check", str(path)).returncode == EXIT_FINDINGS
 
     secret.chmod(0o600)
 
@@ -165,7 +172,7 @@ def test_a_tls_key_others_may_read_stops_the_check_and_the_agent(
     path = web_config(config, web)
 
     for command, done in starts(str(path))[:2]:
-        line = one_refusal(done)
+        line = one_refusal(done, command)
         assert line == (
             f"npuwatch: {web}: tls_server_config.key_file: the TLS private key {key} is "
             "readable by its group and others (mode 0644): refused, as ssh refuses such a "
@@ -234,7 +241,7 @@ def test_a_secret_another_user_owns_is_refused_even_when_private(
     path = config(search_engine(setting, secret))
 
     for command, done in starts(str(path)):
-        line = one_refusal(done)
+        line = one_refusal(done, command)
         assert (
             f"{secret} is owned by {SERVICE_USER} (uid {another_user.pw_uid}), who can change "
             "it (mode 0600): refused"

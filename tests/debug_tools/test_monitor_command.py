@@ -4,10 +4,10 @@ clean run, 1 findings, 2 a missing or empty path), the options and --plot."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from tests.conftest import FIXTURES, REPO
+from tests.golden_files import golden_text
 from tests.npuwatch_command import run_npuwatch
 
 TWO_RANKS = Path("fixtures/debug_tools/monitor/two_ranks")
@@ -23,10 +23,7 @@ def _summary(*args: str) -> tuple[int, str, str]:
 
 
 def _golden(name: str, output: str) -> str:
-    path = GOLDEN / name
-    if os.environ.get("NPUWATCH_UPDATE_GOLDEN"):
-        path.write_text(output, encoding="utf-8")
-    return path.read_text(encoding="utf-8")
+    return golden_text(GOLDEN / name, output)
 
 
 def test_the_text_summary_matches_its_golden_file_and_exits_1() -> None:

@@ -4,7 +4,6 @@ golden text and JSON, exit codes, the plot, and msOpProf baselines gating a slow
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from fixtures.debug_tools.make_opprof import MEMORY_BOUND_ADVICE, write_opprof
 from npuwatch.analysis.opprof_summary import LaunchReport, summarise_opprof
 from npuwatch.parsers.debug_tools.opprof import load_opprof
 from tests.conftest import FIXTURES
+from tests.golden_files import golden_text
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
 REPO = FIXTURES.parent
@@ -152,12 +152,8 @@ def test_the_text_and_json_reports_match_their_golden_files(
     document = run("profile", "summary", path, "--json")
     assert text[0] == code and document[0] == code
     assert text[2] == "" and document[2] == ""
-    expected_text, expected_json = GOLDEN / f"{case}.txt", GOLDEN / f"{case}.json"
-    if os.environ.get("NPUWATCH_UPDATE_GOLDEN"):
-        expected_text.write_text(text[1], encoding="utf-8")
-        expected_json.write_text(document[1], encoding="utf-8")
-    assert text[1] == expected_text.read_text(encoding="utf-8")
-    assert json.loads(document[1]) == json.loads(expected_json.read_text(encoding="utf-8"))
+    assert text[1] == golden_text(GOLDEN / f"{case}.txt", text[1])
+    assert json.loads(document[1]) == json.loads(golden_text(GOLDEN / f"{case}.json", document[1]))
 
 
 def test_the_text_report_leads_with_the_four_key_figures() -> None:

@@ -8,13 +8,13 @@ review the diff.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURES, REPO
+from tests.golden_files import golden_text
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
 PRECISION = "fixtures/debug_tools/precision"
@@ -28,10 +28,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _golden(name: str, actual: str) -> str:
-    path = GOLDEN / name
-    if os.environ.get("NPUWATCH_UPDATE_GOLDEN"):
-        path.write_text(actual, encoding="utf-8")
-    return path.read_text(encoding="utf-8")
+    return golden_text(GOLDEN / name, actual)
 
 
 def test_the_text_report_of_every_fixture_matches_its_golden_file() -> None:

@@ -8,7 +8,6 @@ review the diff.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from npuwatch.cli import main
 from tests.conftest import FIXTURES
+from tests.golden_files import golden_text
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
 DEBUG_TOOLS = FIXTURES / "debug_tools"
@@ -30,10 +30,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def golden(name: str, actual: str) -> str:
-    path = GOLDEN / name
-    if os.environ.get("NPUWATCH_UPDATE_GOLDEN"):
-        path.write_text(actual, encoding="utf-8")
-    return path.read_text(encoding="utf-8")
+    return golden_text(GOLDEN / name, actual)
 
 
 def test_the_text_summary_of_the_fixtures_is_the_golden_one() -> None:

@@ -16,7 +16,7 @@ from tests.npuwatch_command import clean_environment, run_npuwatch
 
 UNIT = REPO / "deploy" / "systemd" / "npuwatch.service"
 INSTALLED_COMMAND = "/opt/npuwatch/bin/npuwatch"
-"""npuwatch in its own virtual environment (README › "Run as a service")."""
+"""npuwatch in its own virtual environment (docs › "Run as a service")."""
 AGENT_DRAIN_TIMEOUT_SECONDS = 60.0
 """The agent's default drain_timeout: systemd must wait longer than that before SIGKILL."""
 
@@ -179,7 +179,7 @@ def test_systemd_analyze_verify_would_catch_a_mistake_in_the_unit(tmp_path: Path
 
 
 def readme_drop_in() -> str:
-    (block,) = fenced_blocks(REPO / "README.md", "## Run as a service", "ini")
+    (block,) = fenced_blocks(REPO / "docs" / "guides" / "service.md", "## Run as a service", "ini")
     return "\n".join(block) + "\n"
 
 

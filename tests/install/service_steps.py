@@ -1,7 +1,7 @@
-"""README › "Run as a service", every command of it run into a temporary root: the virtual
+"""docs › "Run as a service" (docs/guides/service.md), every command of it run into a temporary root: the virtual
 environment stands in for /opt/npuwatch, the configuration goes to a temporary /etc, and the
-unit, pointed at the environment by the README's own drop-in, is enabled with `systemctl --root`.
-The commands are read from the README, so that it cannot drift from what works; a step that
+unit, pointed at the environment by the guide's own drop-in, is enabled with `systemctl --root`.
+The commands are read from the guide, so that it cannot drift from what works; a step that
 cannot be placed in the root fails the run."""
 
 from __future__ import annotations
@@ -17,25 +17,25 @@ from tests.conftest import REPO
 from tests.install.installing import Artefacts, clean_environment, run
 from tests.install.readme_blocks import commands, fenced_blocks, moved, outside
 
-README = REPO / "README.md"
+GUIDE = REPO / "docs" / "guides" / "service.md"
 SECTION = "## Run as a service"
 ENABLE = "systemctl daemon-reload && systemctl enable --now npuwatch"
 NEEDS_A_RUNNING_SYSTEMD = ("systemctl status ", "systemctl reload ", "journalctl ")
 DROP_IN_PREFIX = "/srv/npuwatch"
-"""Where the README's drop-in example has npuwatch installed."""
+"""Where the guide's drop-in example has npuwatch installed."""
 
 
 def service_commands() -> list[str]:
-    return commands(fenced_blocks(README, SECTION, "sh")[0])
+    return commands(fenced_blocks(GUIDE, SECTION, "sh")[0])
 
 
 def drop_in_text() -> str:
-    return "\n".join(fenced_blocks(README, SECTION, "ini")[0]) + "\n"
+    return "\n".join(fenced_blocks(GUIDE, SECTION, "ini")[0]) + "\n"
 
 
 @dataclass
 class ServiceRoot:
-    """The temporary root after the README's steps, and what each step printed."""
+    """The temporary root after the guide's steps, and what each step printed."""
 
     root: Path
     results: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
@@ -59,7 +59,7 @@ class ServiceRoot:
 
 
 def unpacked_sdist(artefacts: Artefacts, folder: Path) -> Path:
-    """The sdist unpacked, with the wheel in its dist/: where the README's commands run."""
+    """The sdist unpacked, with the wheel in its dist/: where the guide's commands run."""
     with tarfile.open(artefacts.sdist) as sdist:
         sdist.extractall(folder, filter="data")
     (source,) = folder.iterdir()
@@ -69,7 +69,7 @@ def unpacked_sdist(artefacts: Artefacts, folder: Path) -> Path:
 
 
 def run_service_steps(artefacts: Artefacts, wheelhouse: Path, base: Path) -> ServiceRoot:
-    """Every command of the README's service block, in order, into `base`/root."""
+    """Every command of the guide's service block, in order, into `base`/root."""
     root = base / "root"
     # What every host has before the first step.
     for folder in ("etc/systemd/system", "usr/local/bin", "opt"):
@@ -99,7 +99,7 @@ def run_service_steps(artefacts: Artefacts, wheelhouse: Path, base: Path) -> Ser
             continue
         if command == ENABLE:
             # No systemd runs here: the unit is enabled offline in the root, after the
-            # README's drop-in has pointed it at the environment.
+            # guide's drop-in has pointed it at the environment.
             done.drop_in.parent.mkdir()
             done.drop_in.write_text(moved(drop_in_text(), {DROP_IN_PREFIX: str(done.environment)}))
             enable = ["systemctl", f"--root={root}", "enable", "npuwatch"]
@@ -108,7 +108,7 @@ def run_service_steps(artefacts: Artefacts, wheelhouse: Path, base: Path) -> Ser
         local = re.sub(r"^python3 ", f"{sys.executable} ", moved(command, places))
         known = (f"{sys.executable} -m venv ", f"{root}/", "install -d ", "npuwatch ", "cp ", "ln ")
         assert local.startswith(known), (
-            f"README › Run as a service has a step this test does not know how to run in a "
+            f"docs/guides/service.md › Run as a service has a step this test does not know how to run in a "
             f"temporary root: {command!r}; teach tests/install/service_steps.py"
         )
         assert outside(local, root, (sys.executable,)) == [], f"{command!r} leaves the root"

@@ -1,6 +1,6 @@
-"""README › "Run as a service" works on a fresh host: each of its commands, run into a
-temporary root by tests/install/service_steps.py, does what the README says it does, up to
-`systemd-analyze verify` of the unit that the README's drop-in points at the environment."""
+"""docs › "Run as a service" (docs/guides/service.md) works on a fresh host: each of its commands, run into a
+temporary root by tests/install/service_steps.py, does what the guide says it does, up to
+`systemd-analyze verify` of the unit that the guide's drop-in points at the environment."""
 
 from __future__ import annotations
 

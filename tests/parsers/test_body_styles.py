@@ -175,7 +175,13 @@ UTC = LocalClock(resolve_timezone("UTC"))
     [
         ("[hccl_comm.cc:88][hccl-world_group][3]link up", 3, None),
         ("12 (device_id:5 die_id:0) [IMP] queue full", None, 5),
-        ("[stream.cc:863] 150039 StreamSynchronize: device_id=0", None, None),
+        # The runtime's own words in the message: before, a record of device 3 that said
+        # `Task run failed, device_id=3` had no device, and `grep --device 3` missed it.
+        ("[stream.cc:863] 150039 StreamSynchronize: device_id=0", None, 0),
+        ("[stars_engine.cc:1553]155320 Task run failed, device_id=3, stream_id=2", None, 3),
+        ("[npu_driver.cc:566]1 DevMemAlloc huge page failed: deviceId=6, type=2", None, 6),
+        ("[devdrv.c:628]1 transform failed. (devid=65535; ret=2)", None, None),  # not ours
+        ("[x.cc:1]1 failed, device_id=65535, stream_id=2", None, None),  # no device
     ],
 )
 def test_rank_and_device_come_from_their_styles(
@@ -197,7 +203,7 @@ def test_rank_and_device_read_alone_are_what_the_whole_body_gives(path: Path) ->
 
 
 def test_a_body_without_the_markers_is_not_parsed_for_rank_and_device() -> None:
-    record = parse_one(HEAD + "[stream.cc:863] 150039 StreamSynchronize: device_id=0")
+    record = parse_one(HEAD + "[stream.cc:863] 150039 StreamSynchronize: stream_id=0")
     assert (record.rank, record.device) == (None, None)
     assert "body" in vars(record) and "function" not in vars(record)
     assert record.function == "StreamSynchronize" and record.rank is None

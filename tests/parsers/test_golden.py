@@ -6,13 +6,13 @@ After an intended change of output, rewrite them with NPUWATCH_UPDATE_GOLDEN=1 a
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from npuwatch.record_schema import LogRecord
 from tests.conftest import GOLDEN, parse
+from tests.golden_files import golden_text
 
 CASES = sorted(GOLDEN.glob("*.log"))
 
@@ -24,14 +24,12 @@ def _documents(case: Path) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.stem for case in CASES])
 def test_case_parses_to_its_expected_records(case: Path) -> None:
-    expected_path = case.with_suffix(".expected.jsonl")
     documents = _documents(case)
-    if os.environ.get("NPUWATCH_UPDATE_GOLDEN"):
-        expected_path.write_text(
-            "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in documents),
-            encoding="utf-8",
-        )
-    expected = [json.loads(line) for line in expected_path.read_text(encoding="utf-8").splitlines()]
+    text = "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in documents)
+    expected = [
+        json.loads(line)
+        for line in golden_text(case.with_suffix(".expected.jsonl"), text).splitlines()
+    ]
     assert documents == expected
 
 

@@ -50,6 +50,7 @@ from npuwatch.parsers.profiling.layout import find_profile_runs
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.private_files import private_directory
+from npuwatch.problems import Problems
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet, load_rules, rule_files
@@ -298,14 +299,22 @@ class Agent:
         ]
 
     def start(self) -> None:
+        """Start every thread; Problems, with nothing started and the state directory let go,
+        when the metrics address cannot be bound: an agent running without /metrics is an agent
+        no one watches (its alerts never fire), after `config check` said all was well."""
         if self.metrics_server is not None:
             try:
                 self.metrics_server.start()
             except OSError as error:
-                # Metrics are how the agent is watched, not what it is for: keep following the
-                # logs; Prometheus shows the target down and the agent-down alert fires.
-                log.error("%s: metrics are not served (set [sinks.prometheus] listen)", error)
-                self.metrics_server = None
+                self.journal.close()
+                self._state_lock.release()
+                raise Problems(
+                    [
+                        f"{error.strerror or error}: another process listens there "
+                        "(`ss -ltnp`); set [sinks.prometheus] listen to a free address, or "
+                        "enabled = false"
+                    ]
+                ) from None
         self.journal_stage.start()
         if self.poller is not None:
             self.poller.start()

@@ -190,12 +190,17 @@ class ScanResult:
         """The verdict on the rule events; when a collective incident names its root cause,
         the verdict is taken among that place's events, so the two never disagree."""
         if self.incidents:
-            roots = {
-                (place.host, place.device)
-                for place in self.incidents[0].root_cause
-                if place.device is not None
-            }
-            at_root = [event for event in self.events if place_of(event)[:2] in roots]
+            root_cause = self.incidents[0].root_cause
+            # By device where the place has one, and by process: the records of a root cause
+            # known by its pid only (its device named nowhere in its lines) are its events too.
+            devices = {(p.host, p.device) for p in root_cause if p.device is not None}
+            processes = {(p.host, p.pid) for p in root_cause if p.pid is not None}
+            at_root = [
+                event
+                for event in self.events
+                if place_of(event)[:2] in devices
+                or (place_of(event)[0], place_of(event)[2]) in processes
+            ]
             found = verdict(self.events, among=at_root)
             if found is not None:
                 return found

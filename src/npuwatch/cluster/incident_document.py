@@ -140,7 +140,9 @@ def incident_from_document(stored: Mapping[str, Any]) -> Incident:
     elif stored.get("provisional"):
         status = "provisional"
     evidence = [
-        Evidence(item.get("file"), item.get("line"), str(item.get("text", "")), None)
+        Evidence(
+            item.get("file"), item.get("line"), str(item.get("text", "")), None, item.get("offset")
+        )
         for item in stored.get("evidence", ())
     ]
     by_host = {str(item["host"]): int(item["count"]) for item in stored.get("victims_by_host", ())}

@@ -118,6 +118,9 @@ class CorrelatorService:
         self._next_compaction = wall()  # the first round's, then every compact_interval
         self._read_at = wall()
         """When a round last read every index to its end."""
+        self._failing: str | None = None
+        """Why the rounds are failing, while they are."""
+        self._failed_rounds = 0
 
     # -- a round ------------------------------------------------------------------------------
 
@@ -139,16 +142,33 @@ class CorrelatorService:
         return done
 
     def attempt(self) -> Round | None:
-        """A round that may fail (the engine down): said, counted, and tried again next time;
-        the read lag says how long it has been failing."""
+        """A round that may fail (the engine down): counted, and tried again next time; said
+        when the failures begin or change, and when a round works again (not every poll while
+        an engine is down for an hour); the read lag says how long it has been failing."""
         try:
-            return self.round()
+            done = self.round()
         except Exception as error:
             self._metrics.errors.labels("read").inc()
-            log.warning("correlation round failed (%s); trying again", describe_error(error))
+            problem = describe_error(error)
+            if problem != self._failing:
+                log.warning(
+                    "correlation round failed (%s); trying again every round, said again when "
+                    "it changes or ends",
+                    problem,
+                )
+            self._failing = problem
+            self._failed_rounds += 1
             return None
         finally:
             self._metrics.read_lag.set(max(self._wall() - self._read_at, 0.0))
+        if self._failing is not None:
+            log.warning(
+                "correlation rounds work again after %d failed (the last: %s)",
+                self._failed_rounds,
+                self._failing,
+            )
+            self._failing, self._failed_rounds = None, 0
+        return done
 
     def run(self, stop: threading.Event, ready: Callable[[], object] = lambda: None) -> None:
         """Rounds every poll interval until `stop` is set."""

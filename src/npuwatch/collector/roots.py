@@ -57,3 +57,10 @@ def discover_roots(
             candidates.append(user_log_root(home))
     candidates.append(DEVICE_LOG_ROOT)
     return [root for root in dict.fromkeys(candidates) if exists(root)]
+
+
+def missing_roots(roots: Sequence[Path]) -> list[Path]:
+    """The roots named explicitly (sources.roots, `agent --root`) that are not folders now. Not
+    a refusal for the agent, which follows a root once it appears (a job may not have made it
+    yet); but a typo would have it follow nothing, and say nothing."""
+    return [root for root in dict.fromkeys(roots) if not root.is_dir()]

@@ -18,6 +18,12 @@ line, matches the rules, and writes records and events to its journal in the sta
 `npuwatch grep` searches that journal. Stop it with SIGTERM (Ctrl-C); reload configuration and
 rules with SIGHUP: the files followed and the rules change at once, and what else changed is
 named as waiting for a restart.
+
+exit status:
+  0  stopped on SIGTERM or SIGINT, what was read drained into the journal
+  1  a worker thread died: systemd starts the agent again, which reads on from the last commit
+  2  bad usage, or refused to start: a wrong configuration, a state directory it may not use,
+     another agent on the same state directory (one line each on stderr)
 """
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from npuwatch.agent.runtime import Agent
 from npuwatch.agent.topology import Topology, build
+from npuwatch.collector.roots import missing_roots
 from npuwatch.config import Config, config_path_from, load_config
 from npuwatch.journal.store import JournalUnavailable
 from npuwatch.private_files import UnsafeFolder
@@ -164,6 +165,12 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
                 break
         roots = ", ".join(map(str, agent.roots)) or "no roots"
         log.info("following %d files under %s", len(agent.tailer.files), roots)
+        for root in missing_roots(agent.topology.config.sources.roots):
+            log.warning(
+                "log root %s does not exist: nothing is read there until it does (followed "
+                "once it appears); check sources.roots or --root",
+                root,
+            )
         if heartbeat is not None:
             heartbeat.start()
         notifier.ready(f"following {len(agent.tailer.files)} files")

@@ -42,7 +42,8 @@ def run_baseline_grep(args: argparse.Namespace) -> int:
         if getattr(args, name, None):
             fail(f"{option} searches the journal, not the baseline archive: leave it out")
     try:
-        pattern = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
+        text = re.escape(args.pattern) if args.fixed_strings else args.pattern
+        pattern = re.compile(text, re.IGNORECASE if args.ignore_case else 0)
     except re.error as problem:
         fail(f"PATTERN is not a regular expression: {problem}")
     # grep.py keeps --archive a string: pathlib is not loaded on the journal's fast path.

@@ -6,7 +6,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-_EXAMPLES_CONFIG = """\
+from npuwatch.commands.outcome import exit_status
+
+_EXIT_STATUS = """\
+exit status:
+  0  valid (warnings, such as verify_certificates = false, on stderr)
+  1  problems: in the file or the NPUWATCH_* variables (one line each on stderr: FILE: KEY:
+     REASON), or in a file the agent reads before it starts (a rule pack, the web
+     configuration, a secret, CA or certificate file that does not load or is refused)
+  2  bad usage, or the configuration file itself is missing or unreadable
+"""
+
+_EXAMPLES_CONFIG = (
+    """\
 examples:
   npuwatch config example > /etc/npuwatch/npuwatch.toml
   npuwatch config check               # $NPUWATCH_CONFIG, else /etc/npuwatch/npuwatch.toml
@@ -28,12 +40,9 @@ configuration itself when it holds basic_auth_users) that another user may read,
 files or a CA or certificate file that another user owns or may change, are refused as the agent
 refuses them, with the fix (chmod 600 FILE); verify_certificates = false is warned about.
 
-exit status:
-  0  valid (warnings, such as verify_certificates = false, on stderr)
-  1  problems in the file or the NPUWATCH_* variables (one line each on stderr: FILE: KEY: REASON)
-  2  no such file, or a file the agent reads before it starts does not load or is refused: a rule
-     pack, the web configuration, a secret, CA or certificate file
 """
+    + _EXIT_STATUS
+)
 
 
 def add_config_commands(commands: Any) -> None:
@@ -56,6 +65,8 @@ def add_config_commands(commands: Any) -> None:
         "would load them, and load the rule packs it would use. Prints the journal folder, the "
         "log roots it would follow and the rules; each problem is one line on stderr naming the "
         "file or variable, the key and the reason.",
+        epilog=_EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument(
         "path",
@@ -71,5 +82,7 @@ def add_config_commands(commands: Any) -> None:
         help="print a configuration file with every key at its default, explained",
         description="Print a complete configuration file: every key at its default value, with a "
         "comment saying what it does. Keep only the keys you change.",
+        epilog=exit_status("printed"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     example.set_defaults(handler="npuwatch.commands.config_run:run_config_example")

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from npuwatch.collector.roots import missing_roots
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from npuwatch.config import (
     DEFAULT_CONFIG_PATH,
@@ -21,6 +22,7 @@ from npuwatch.config import (
     example_config,
     load_config,
 )
+from npuwatch.problems import Problems
 
 STDIN = Path("-")
 """`npuwatch config check -`: the configuration comes on standard input."""
@@ -69,18 +71,34 @@ def _check_stdin() -> int:
 def _report(headline: str, config: Config) -> int:
     """Build the agent's topology from `config` as `npuwatch agent` does (rules loaded, secrets
     and the web configuration read, nothing written); print `headline` and what the agent
-    would use. Every reason the agent would refuse to start is raised (Problems), and said
-    by `cli.main` in the agent's own words, with exit 2."""
+    would use. Every reason the agent would refuse to start is said in the agent's own words,
+    with exit 1."""
     # Imported here: the agent's modules take half a second to load, which `config example`
     # and a wrong file need not pay.
     from npuwatch.agent.topology import build, describe  # noqa: PLC0415
 
     with _warnings_said():
-        topology = build(config, os.environ)
+        try:
+            topology = build(config, os.environ)
+        except Problems as problems:
+            # What the agent would refuse to start with is what the check is for: a finding
+            # (1), like a key of the wrong type; 2 is for a file that cannot be checked at all.
+            for line in problems.lines():
+                sys.stderr.write(f"npuwatch: {line}\n")
+            return EXIT_FINDINGS
+    missing = missing_roots(config.sources.roots)
+    if missing:
+        headline = f"{headline.removesuffix(': ok')}: not ok (see below)"
     sys.stdout.write(f"{headline}\n")
     for line in describe(topology):
         sys.stdout.write(f"{line}\n")
-    return EXIT_OK
+    for root in missing:
+        # Named in the file, so meant: a typo here leaves the agent following nothing.
+        sys.stderr.write(
+            f"npuwatch: sources.roots: {root} does not exist: fix the path, or create the "
+            "folder (the agent follows a root once it appears)\n"
+        )
+    return EXIT_FINDINGS if missing else EXIT_OK
 
 
 @contextlib.contextmanager

@@ -26,8 +26,11 @@ listen (:9817) serves the open incidents for the AscendCollectiveIncident alert.
 With --journal, the same incidents from the journals of several hosts' agents (their state
 directories, copied to one machine), for sites without a search engine.
 
-exit status: 0 stopped cleanly, no incident (--once, --journal) or a sound configuration
-(--check); 1 incidents found (--once, --journal); 2 bad usage or configuration.
+exit status:
+  0  stopped cleanly; no incident (--once, --journal); a sound configuration (--check)
+  1  incidents found (--once, --journal); problems in the configuration (--check, one line
+     each on stderr)
+  2  bad usage, an unreadable configuration file, or one the service cannot start with
 """
 
 

@@ -26,7 +26,7 @@ from npuwatch.cluster.incident_document import incident_from_document
 from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.cluster.service import CorrelateSettings, CorrelatorService
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
-from npuwatch.config import Config, config_path_from, load_config
+from npuwatch.config import Config, ConfigUnreadable, config_path_from, load_config
 from npuwatch.journal.layout import segment_files
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.parsers import resolve_timezone
@@ -50,12 +50,12 @@ def run_correlate(args: argparse.Namespace) -> int:
         quiet_client_logs()
     if args.journal:
         return _print(_from_journals(args.journal), args)
+    if args.check:
+        return _checked(args)
     config = load_config(args.config or config_path_from(os.environ), os.environ)
     engine = engine_of(config)
     web = config.correlate.web_config_file
     security = load_web_config(web) if web is not None else None
-    if args.check:
-        return _checked(config, engine)
     metrics = CorrelatorMetrics()
     service = CorrelatorService(engine, settings_of(config), metrics, input_is_complete=args.once)
     if args.once:
@@ -93,8 +93,22 @@ def engine_of(config: Config) -> SearchEngine:
         raise Problems([f"{SECTION} {error}"]) from None
 
 
-def _checked(config: Config, engine: SearchEngine) -> int:
-    """What the service would use; every problem was raised before (Problems, exit 2)."""
+def _checked(args: argparse.Namespace) -> int:
+    """What the service would use, or every problem it would refuse to start with: a finding
+    of the check (exit 1, as `config check` has it); a configuration file that cannot be read
+    at all is an input error (2)."""
+    try:
+        config = load_config(args.config or config_path_from(os.environ), os.environ)
+        engine = engine_of(config)
+        web = config.correlate.web_config_file
+        if web is not None:
+            load_web_config(web)
+    except ConfigUnreadable:
+        raise
+    except Problems as problems:
+        for line in problems.lines():
+            sys.stderr.write(f"npuwatch: {line}\n")
+        return EXIT_FINDINGS
     settings = settings_of(config)
     engine.close()
     hosts = ", ".join(config.sinks.elasticsearch.hosts)

@@ -8,7 +8,16 @@ from typing import Any
 
 from npuwatch.commands.argument_types import replica_count
 
-_EXAMPLES = """\
+_EXIT_STATUS = """\
+exit status:
+  0  all well; an OpenSearch without the Index State Management plugin (nothing will delete old
+     data) is said in one warning line, and is not a failure
+  1  something is missing or unreachable (one line each on stderr)
+  2  bad usage or configuration
+"""
+
+_EXAMPLES = (
+    """\
 examples:
   npuwatch es setup                   # with [sinks.elasticsearch] of /etc/npuwatch/npuwatch.toml
   npuwatch es check
@@ -27,9 +36,9 @@ delete_after (ILM on Elasticsearch, the Index State Management plugin on OpenSea
 per cluster and namespace, and again after an upgrade of npuwatch. check reports connectivity,
 version, the templates, the pipeline, the policy, the data streams and the dead letters.
 
-exit status: 0 all well, 1 something is missing or unreachable (one line each on stderr),
-2 bad usage or configuration.
 """
+    + _EXIT_STATUS
+)
 
 
 def add_es_commands(commands: Any) -> None:
@@ -45,7 +54,13 @@ def add_es_commands(commands: Any) -> None:
         ("setup", "install the index templates, ingest pipeline and lifecycle policy", "run_setup"),
         ("check", "report connectivity, version, template, policy and data streams", "run_check"),
     ):
-        action = actions.add_parser(name, help=help_text, description=help_text.capitalize())
+        action = actions.add_parser(
+            name,
+            help=help_text,
+            description=help_text.capitalize(),
+            epilog=_EXIT_STATUS,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         action.add_argument(
             "--config", type=Path, metavar="FILE", help="configuration file (as for the agent)"
         )

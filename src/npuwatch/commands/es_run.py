@@ -110,8 +110,7 @@ def run_setup(args: argparse.Namespace) -> int:
             engine.put_lifecycle_policy(policy_id, policy)
             print(f"lifecycle policy {policy_id}: installed (delete after {days} days)")
         except Exception as error:
-            problems += 1
-            _problem(_lifecycle_problem(section, engine, error))
+            problems += _lifecycle_problem(section, engine, error)
     finally:
         engine.close()
     return EXIT_FINDINGS if problems else EXIT_OK
@@ -150,8 +149,7 @@ def run_check(args: argparse.Namespace) -> int:
             policy = engine.lifecycle_policy(policy_name(section.namespace))
         except Exception as error:
             policy = None
-            problems += 1
-            _problem(_lifecycle_problem(section, engine, error))
+            problems += _lifecycle_problem(section, engine, error)
         else:
             if policy is None:
                 problems += 1
@@ -207,13 +205,19 @@ def _load(args: argparse.Namespace) -> tuple[Config, SearchSinkSection, SearchEn
 
 def _lifecycle_problem(
     section: SearchSinkSection, engine: SearchEngine, error: BaseException
-) -> str:
+) -> int:
+    """Say why the lifecycle policy could not be installed or read; 1 if that is a problem,
+    0 if it is only a warning: an engine without the lifecycle plugin (an OpenSearch without
+    ISM) keeps the documents and deletes nothing, which the operator must know but which a
+    script must not take for a failed setup."""
     unsupported = engine.lifecycle_unsupported(error, int(section.delete_after // 86400))
     if unsupported is not None:
         head, _, rest = unsupported.partition(";")
-        return f"lifecycle policy: {head} ({describe_error(error)});{rest}"
+        _problem(f"warning: lifecycle policy: {head};{rest}")
+        return 0
     name = policy_name(section.namespace)
-    return f"cannot install or read the lifecycle policy {name}: {describe_error(error)}"
+    _problem(f"cannot install or read the lifecycle policy {name}: {describe_error(error)}")
+    return 1
 
 
 def _privilege(error: BaseException) -> str:

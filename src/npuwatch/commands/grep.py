@@ -45,8 +45,21 @@ def add_grep_command(commands: Any) -> None:
         "pattern", nargs="?", metavar="PATTERN", help="regular expression searched in each record"
     )
     grep.add_argument("-i", "--ignore-case", action="store_true", help="PATTERN ignores case")
-    grep.add_argument("--since", metavar="WHEN", help="from this time (or this long ago: 1h)")
-    grep.add_argument("--until", metavar="WHEN", help="up to this time (or this long ago)")
+    grep.add_argument(
+        "-F",
+        "--fixed-strings",
+        action="store_true",
+        help="PATTERN is a plain string, not a regular expression (device_id=3, a[0])",
+    )
+    grep.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="records the log says happened at or after this time (or this long ago: 1h); "
+        "the time written in each line, not when the agent journaled it",
+    )
+    grep.add_argument(
+        "--until", metavar="WHEN", help="records the log says happened up to this time"
+    )
     grep.add_argument(
         "--level", metavar="LEVEL[,LEVEL]", help="only these levels (ERROR, WARNING, INFO ...)"
     )

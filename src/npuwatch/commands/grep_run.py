@@ -82,7 +82,8 @@ def build_question(args: argparse.Namespace, now_s: float) -> Question:
         since = parse_when(args.since, now_s, zone) if args.since else None
         until = parse_when(args.until, now_s, zone) if args.until else None
         flags = re.IGNORECASE if args.ignore_case else 0
-        pattern = re.compile(args.pattern, flags) if args.pattern else None
+        text = re.escape(args.pattern) if args.pattern and args.fixed_strings else args.pattern
+        pattern = re.compile(text, flags) if text else None
     except re.error as problem:
         fail(f"PATTERN is not a regular expression: {problem}")
     except ValueError as problem:

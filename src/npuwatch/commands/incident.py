@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from npuwatch.commands.outcome import exit_status
+
 _EXAMPLES = """\
 examples:
   npuwatch incident list                  # detected or revised in the last day, newest first
@@ -36,7 +38,12 @@ def add_incident_commands(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = incident.add_subparsers(title="actions", metavar="ACTION", required=True)
-    listed = actions.add_parser("list", help="one line per incident, newest first")
+    listed = actions.add_parser(
+        "list",
+        help="one line per incident, newest first",
+        epilog=exit_status("incidents listed", "no incident in the window asked for"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     listed.add_argument(
         "--since",
         metavar="DURATION",
@@ -44,7 +51,12 @@ def add_incident_commands(commands: Any) -> None:
     )
     listed.add_argument("--open", action="store_true", help="only those not closed")
     listed.set_defaults(handler="npuwatch.commands.incident_run:run_list")
-    shown = actions.add_parser("show", help="one incident, as scan prints it")
+    shown = actions.add_parser(
+        "show",
+        help="one incident, as scan prints it",
+        epilog=exit_status("shown", "no incident of that id"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     shown.add_argument("id", metavar="ID", help="the incident's id (from list)")
     shown.set_defaults(handler="npuwatch.commands.incident_run:run_show")
     for action in (listed, shown):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.commands.argument_types import context_lines
+from npuwatch.commands.outcome import exit_status
 
 _EXAMPLES_PARSE = """\
 examples:
@@ -46,6 +47,7 @@ def add_offline_commands(commands: Any) -> None:
         epilog=_EXAMPLES_PARSE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parse.epilog = f"{parse.epilog}\n{exit_status('every file parsed')}"
     parse.add_argument("paths", nargs="+", metavar="PATH", help="log file, or - for stdin")
     parse.add_argument(
         "--format", choices=("jsonl", "table"), default="jsonl", help="output (default: jsonl)"
@@ -97,6 +99,8 @@ def add_offline_commands(commands: Any) -> None:
         "schema",
         help="print the JSON Schema of a record",
         description="Print the JSON Schema of the records npuwatch writes (ECS field names).",
+        epilog=exit_status("printed"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     schema.set_defaults(handler="npuwatch.commands.offline_run:run_schema")
 

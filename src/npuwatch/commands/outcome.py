@@ -14,7 +14,19 @@ from npuwatch.problems import EXIT_USAGE, Problems
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
-__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "error", "fail"]
+__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "error", "exit_status", "fail"]
+
+
+USAGE_LINE = "  2  bad usage or unreadable input (one line on stderr saying what to do)"
+
+
+def exit_status(ok: str, findings: str | None = None) -> str:
+    """The `exit status:` part of a command's --help: what 0 and 1 mean for it; 2 means the
+    same for every command."""
+    lines = ["exit status:", f"  0  {ok}"]
+    if findings is not None:
+        lines.append(f"  1  {findings}")
+    return "\n".join([*lines, USAGE_LINE]) + "\n"
 
 
 def error(message: str) -> None:

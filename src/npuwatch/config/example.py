@@ -41,9 +41,9 @@ def _write_table(lines: list[str], model: type[BaseModel], path: tuple[str, ...]
         default = field.get_default(call_default_factory=True)
         if default is None:
             example = field.examples[0] if field.examples else ""
-            lines.append(f"# {name} = {_field_value(example, field)}")
+            lines.append(f"# {name} = {field_value(example, field)}")
         else:
-            lines.append(f"{name} = {_field_value(default, field)}")
+            lines.append(f"{name} = {field_value(default, field)}")
     for name, table in tables:
         lines.append("")
         lines.extend(_comment(_first_line(table.__doc__ or "")))
@@ -59,7 +59,8 @@ def _first_line(docstring: str) -> str:
     return docstring.strip().split("\n", 1)[0]
 
 
-def _field_value(value: object, field: FieldInfo) -> str:
+def field_value(value: object, field: FieldInfo) -> str:
+    """`value` of `field` as TOML, a duration or size in its unit ("10s", "64MiB")."""
     parser = _unit_parser(field)
     if parser is parse_duration and isinstance(value, (int, float)):
         return _toml(format_duration(value))

@@ -107,8 +107,16 @@ _NO_ORIGIN_STYLES: dict[str, tuple[tuple[re.Pattern[str], bool], ...]] = {
     # B16 LPM: `(dieid:N) [file.c line] msg`
     "(": ((_style(r"\(dieid:[0-9]+\) \[(?P<file>[^\[\]\s]+) (?P<line>[0-9]+)\] ?"), False),),
 }
-FIELD_MARKERS = MappingProxyType({"rank": "[hccl-", "device": "(device_id:"})
-"""The text without which no style above yields the field (`Record.body_markers`)."""
+FIELD_MARKERS = MappingProxyType({"rank": ("[hccl-",), "device": ("device_id", "deviceId=")})
+"""The texts without one of which no style above, and no `device_id=N` of the message, yields
+the field (`Record.body_markers`)."""
+
+_DEVICE_IN_MESSAGE = re.compile(r"\b(?:device_id|deviceId)=([0-9]{1,5})\b")
+"""The runtime's and the driver interface's own words for the process's device, in the message
+(`Task run failed, device_id=3, stream_id=2`, `halMemAlloc failed: deviceId=6, …`): the device of
+a record whose header and body style do not say it. (The kernel's `devid=` is a physical or
+virtual-function id, and is left alone.)"""
+_NO_DEVICE = 65535
 
 # Leading tags of the message: `[INIT][DEFAULT]`, `[InitChannelStage][RunFailed]`, `[HCCL_ENV]`.
 _TAGS = re.compile(r" ?((?:\[[A-Za-z_][\w :]{0,39}\])+) ?")
@@ -116,7 +124,18 @@ _TAG_SPLIT = re.compile(r"\[([^\[\]]+)\]")
 
 
 def parse_body(record: Record, body: str) -> None:
-    """Fill origin, thread, function, sub-module, tags and message of `record` from `body`."""
+    """Fill origin, thread, function, sub-module, tags and message of `record` from `body`,
+    and its device where the style or the message says it."""
+    _parse_styles(record, body)
+    values = record.__dict__
+    if values.get("device") is None and ("device_id=" in body or "deviceId=" in body):
+        found = _DEVICE_IN_MESSAGE.search(body)
+        if found is not None:
+            device = int(found[1])
+            values["device"] = device if device < _NO_DEVICE else None
+
+
+def _parse_styles(record: Record, body: str) -> None:
     origin = _ORIGIN.match(body)
     if origin is not None:
         record.origin_file = origin[1]

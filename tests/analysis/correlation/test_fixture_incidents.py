@@ -20,6 +20,7 @@ from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.parsers import StreamParser
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from tests.conftest import FIXTURES, TREES, utc_clock
+from tests.golden_files import golden_text
 
 COLLECTIONS = FIXTURES / "collective"
 CASES = sorted(path for path in COLLECTIONS.iterdir() if path.is_dir())
@@ -36,11 +37,9 @@ def incidents_of(root: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_each_collection_gives_its_expected_incidents(case: Path) -> None:
-    golden = GOLDEN / f"{case.name}.json"
     found = incidents_of(case)
-    if os.environ.get("NPUWATCH_UPDATE_GOLDEN"):
-        golden.write_text(json.dumps(found, ensure_ascii=False, indent=2) + "\n", "utf-8")
-    assert found == json.loads(golden.read_text("utf-8"))
+    text = json.dumps(found, ensure_ascii=False, indent=2) + "\n"
+    assert found == json.loads(golden_text(GOLDEN / f"{case.name}.json", text))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

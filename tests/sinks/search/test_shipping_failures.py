@@ -9,6 +9,7 @@ with a gate that answers 401 or 413 for the refusals.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,7 +74,9 @@ def test_an_unreachable_engine_is_waited_out_and_everything_arrives_once(
     template: SearchEngine,
     hccl_journal: Journaled,
     tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, "npuwatch")
     face, engine = through_face(flavour, node)
     port = int(face.url.rsplit(":", 1)[1])
     reopened: list[ElasticsearchFace] = []
@@ -99,6 +102,13 @@ def test_an_unreachable_engine_is_waited_out_and_everything_arrives_once(
         engine.close()
         for opened in reopened:
             opened.close()
+    # Said once when it began and once when it ended, each a readable line: before, every
+    # retry logged the client's nested exception, repeated, in 330 characters.
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    began, ended = said
+    assert began.startswith("elasticsearch: ") and "not accepted yet (cannot reach " in began
+    assert "connection refused" in began and "Error(" not in began
+    assert ended.startswith("elasticsearch: shipping again after ")
 
 
 @pytest.mark.integration

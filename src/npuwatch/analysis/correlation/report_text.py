@@ -37,14 +37,13 @@ def render_incidents(
         if incident.waiting_chain:
             _field(add, "waiting", _chain(incident.waiting_chain))
         if incident.victim_count:
-            counts = incident.victims_by_host().items()
-            by_host = ", ".join(f"{host} {count}" for host, count in counts)
-            _field(add, "victims", f"{incident.victim_count}: {by_host}")
+            _field(add, "victims", f"{incident.victim_count}: {_victims(incident)}")
         if incident.unheard:
             _field(add, "no logs", ", ".join(p.label() for p in incident.unheard[:8]))
         for evidence in incident.evidence[:_EVIDENCE_SHOWN]:
-            line = "" if evidence.line is None else f":{evidence.line}"  # an agent's: no line
-            _field(add, "evidence", f"{_relative(evidence.file, root)}{line}", palette.dim)
+            # (an agent's evidence has the line's byte offset: it does not count lines)
+            where = evidence._replace(file=_relative(evidence.file, root)).place()
+            _field(add, "evidence", where, palette.dim)
             add(_INDENT + visible_line(evidence.text[:150]))
         _field(add, "check first", incident.check_first)
         for note in incident.notes[:_NOTES_SHOWN]:
@@ -61,7 +60,10 @@ def _field(
 ) -> None:
     """`text` (which may hold host names, file names, log text: shown, not acted on, see
     terminal.py) after its label, wrapped; each line in `style`."""
-    wrapped = textwrap.wrap(visible_line(text), 92) or [""]
+    # (never inside a word: a path cut in two cannot be copied)
+    wrapped = textwrap.wrap(
+        visible_line(text), 92, break_long_words=False, break_on_hyphens=False
+    ) or [""]
     add(f"  {label:<11} {style(wrapped[0])}")
     for line in wrapped[1:]:
         add(_INDENT + style(line))
@@ -74,6 +76,20 @@ def _place(place: Place) -> str:
     return label
 
 
+_VICTIMS_NAMED = 8
+
+
+def _victims(incident: Incident) -> str:
+    """Counted by host; where no victim's host is known (one folder of logs, not a host's),
+    the victims themselves: "- 1" said nothing."""
+    counts = incident.victims_by_host()
+    if set(counts) == {"-"} and incident.victims:
+        named = [place.label() for place in incident.victims[:_VICTIMS_NAMED]]
+        more = incident.victim_count - len(named)
+        return ", ".join(named) + (f" and {more} more" if more > 0 else "")
+    return ", ".join(f"{'host unknown' if host == '-' else host} {n}" for host, n in counts.items())
+
+
 def _chain(chain: list[Place]) -> str:
     labels = [place.label() for place in chain]
     if len(labels) > _CHAIN_SHOWN:
@@ -81,10 +97,8 @@ def _chain(chain: list[Place]) -> str:
     return " -> ".join(labels)
 
 
-def _relative(path: str | None, root: str | None) -> str:
-    if path is None:
-        return "-"
-    if root is None:
+def _relative(path: str | None, root: str | None) -> str | None:
+    if path is None or root is None:
         return path
     try:
         return os.path.relpath(path, root)

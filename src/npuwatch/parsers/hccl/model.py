@@ -36,9 +36,24 @@ class Evidence(NamedTuple):
     line: int | None
     text: str
     time_us: int | None
+    offset: int | None = None
+    """The line's byte offset in its file: where an agent, which reads files from a checkpoint
+    and does not count their lines, can still say where the line is."""
 
     def to_dict(self) -> dict[str, object]:
-        return {"file": self.file, "line": self.line, "text": self.text}
+        found: dict[str, object] = {"file": self.file, "line": self.line, "text": self.text}
+        if self.line is None and self.offset is not None:
+            found["offset"] = self.offset
+        return found
+
+    def place(self) -> str:
+        """`FILE:LINE`, else `FILE (byte N)`, else `FILE`; `-` for a line of no known file."""
+        file = self.file or "-"
+        if self.line is not None:
+            return f"{file}:{self.line}"
+        if self.offset is not None:
+            return f"{file} (byte {self.offset})"
+        return file
 
 
 FactName = Literal[

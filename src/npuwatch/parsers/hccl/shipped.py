@@ -223,7 +223,13 @@ def event_document(event: CollectiveEvent) -> dict[str, Any]:
             "doc_id": event_document_id(event),
             "collective": collective,
             "evidence": [
-                {"file": e.file, "line": e.line, "text": e.text, "time_us": e.time_us}
+                {
+                    "file": e.file,
+                    "line": e.line,
+                    "text": e.text,
+                    "time_us": e.time_us,
+                    "offset": e.offset,
+                }
                 for e in event.evidence
             ],
             "problems": list(event.problems),
@@ -242,7 +248,13 @@ def event_from_document(document: Mapping[str, Any]) -> CollectiveEvent:
             values[name] = tuple(values[name])
     event = CollectiveEvent(process=key, **values)
     event.evidence = [
-        Evidence(item.get("file"), item.get("line"), str(item.get("text", "")), item.get("time_us"))
+        Evidence(
+            item.get("file"),
+            item.get("line"),
+            str(item.get("text", "")),
+            item.get("time_us"),
+            item.get("offset"),
+        )
         for item in ascend.get("evidence", ())
     ]
     event.problems = [str(problem) for problem in ascend.get("problems", ())]

@@ -66,6 +66,7 @@ class Where:
                 self._lines.of(self._position),
                 text[:_EVIDENCE_CHARS],
                 record.timestamp_us,
+                record.offset,
             )
         return evidence
 

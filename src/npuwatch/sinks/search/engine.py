@@ -11,6 +11,7 @@ libraries are imported by those modules only, when a sink or `npuwatch es` needs
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -212,7 +213,39 @@ def status_of(error: BaseException) -> int | None:
 
 
 def describe_error(error: BaseException) -> str:
-    """An engine error in one line: its HTTP status, if any, and the first line of its text."""
+    """An engine error in one line: its HTTP status, if any, and the first line of its text;
+    a failed connection by its cause alone ("connection refused"), not the client's nesting of
+    exceptions that repeats it."""
     status = status_of(error)
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if status is None:
+        reason = connection_failure(text)
+        if reason is not None:
+            return reason
     return f"HTTP {status}: {text}" if status is not None else text
+
+
+_ERRNO_TEXT = re.compile(r"\[Errno -?[0-9]+\] ([^)\]\n]+?)(?:'|\)|\]|$)")
+_CONNECTION_WORDS = (
+    ("CERTIFICATE_VERIFY_FAILED", "TLS certificate not trusted (set ca_certs to its CA)"),
+    ("certificate verify failed", "TLS certificate not trusted (set ca_certs to its CA)"),
+    ("WRONG_VERSION_NUMBER", "TLS to a server that does not speak it (http:// or https://?)"),
+    ("timed out", "timed out"),
+    ("Name or service not known", "host name not found"),
+    ("nodename nor servname", "host name not found"),
+    ("Temporary failure in name resolution", "host name not found (DNS)"),
+    ("Connection refused", "connection refused (is it running, and on that port?)"),
+    ("Connection reset", "connection reset"),
+    ("RemoteDisconnected", "the server closed the connection"),
+)
+
+
+def connection_failure(text: str) -> str | None:
+    """Why a connection failed, in a few words, when `text` (a client's exception) says so."""
+    for words, reason in _CONNECTION_WORDS:
+        if words in text:
+            return reason
+    found = _ERRNO_TEXT.search(text)
+    if found is not None:
+        return found[1].strip().lower()
+    return None

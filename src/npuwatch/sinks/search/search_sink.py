@@ -24,7 +24,7 @@ from typing import Any
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.search.dead_letters import DeadLetters
 from npuwatch.sinks.search.documents import Action, block_actions, event_action, state_action
-from npuwatch.sinks.search.engine import SearchEngine
+from npuwatch.sinks.search.engine import SearchEngine, describe_error
 from npuwatch.sinks.sink import Page, Pause, SinkTraits
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,13 @@ def _request_problem(status: object, error: object) -> str:
     return f"no answer from the engine: {error}"
 
 
+@dataclass
+class _Failing:
+    since: float
+    retries: int = 0
+    problem: str | None = None
+
+
 class SearchSink:
     """Ships pages of the journal to one search engine."""
 
@@ -108,6 +115,10 @@ class SearchSink:
         self._wall = wall
         self._chunk_docs = settings.chunk_docs
         self._chunk_bytes = settings.chunk_bytes
+        self._failing: _Failing | None = None
+        """Since when, how often and why shipping has been retried: said once when it starts
+        and once when it ends, not at every retry (a line every few seconds while an engine
+        is down for an hour)."""
 
     def deliver(self, page: Page, pause: Pause) -> None:
         actions: list[Action] = []
@@ -142,10 +153,29 @@ class SearchSink:
                 pause(partial(self._announce_retry, attempt, len(pending)))
             pending = attempt.retry
         self._metrics.last_shipment.labels(self.name).set(self._wall())
+        failing, self._failing = self._failing, None
+        if failing is not None and not pending:
+            log.warning(
+                "%s: shipping again after %d retries over %.0f s (the last: %s)",
+                self.name,
+                failing.retries,
+                self._wall() - failing.since,
+                failing.problem,
+            )
 
     def _announce_retry(self, attempt: _Attempt, tried: int, delay: float) -> None:
+        """The first retry, and a retry for another reason, in a line; the others counted."""
+        failing = self._failing
+        if failing is None:
+            failing = self._failing = _Failing(self._wall())
+        failing.retries += 1
+        if attempt.problem == failing.problem:
+            log.debug("%s: retry %d in %.1f s", self.name, failing.retries, delay)
+            return
+        failing.problem = attempt.problem
         log.warning(
-            "%s: %d of %d documents not accepted yet (%s); retrying in %.1f s",
+            "%s: %d of %d documents not accepted yet (%s); retrying, with backoff (the next "
+            "in %.1f s), until they are: said again when it changes or ends",
             self.name,
             len(attempt.retry),
             tried,
@@ -173,7 +203,8 @@ class SearchSink:
         except self.engine.unreachable as error:
             # Raised mid-stream by elasticsearch-py's helper: whatever got no answer is retried.
             attempt.retry.update((i, a) for i, a in pending.items() if i not in answered)
-            attempt.problem = f"cannot reach {', '.join(self.engine.connection.hosts)}: {error}"
+            hosts = ", ".join(self.engine.connection.hosts)
+            attempt.problem = f"cannot reach {hosts}: {describe_error(error)}"
         return attempt
 
     def _request_failed(self, action: Action, result: dict[str, Any], attempt: _Attempt) -> None:
