@@ -202,3 +202,18 @@ test_the_journal_holds_exactly_what_was_written = AgentMachine.TestCase
 test_the_journal_holds_exactly_what_was_written_when_only_file_events_find_files = (
     FastRotationMachine.TestCase
 )
+
+
+# The derandomized runs above are the same cases every time; these take a fresh seed each run,
+# so that runs over time explore cases the fixed ones never reach. A failure prints the seed
+# (`--hypothesis-seed=N` reproduces it) and the blob of the failing example.
+class FreshSeedAgentMachine(AgentMachine):
+    pass
+
+
+FreshSeedAgentMachine.TestCase.settings = settings(
+    max_examples=2, stateful_step_count=10, deadline=None, derandomize=False, print_blob=True
+)
+test_a_fresh_seed_finds_the_journal_holding_exactly_what_was_written = (
+    FreshSeedAgentMachine.TestCase
+)
