@@ -159,6 +159,29 @@ def test_a_device_finds_the_records_whose_message_names_it_in_the_runtime_s_word
     assert [document["ascend"]["device"] for document in found] == [3, 3]
 
 
+def test_a_device_finds_the_errors_of_the_process_whose_hccl_identity_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, the errors of the process on device 3 that do not name a device themselves
+    (HCCL's timeouts, `aclrtSynchronizeStream failed`) were not found by `--device 3`."""
+    identity = (
+        "[INFO] HCCL(3300,python3):2025-09-14-09:30:00.500.000 [op_base.cc:100][3301]"
+        "Entry-HcclCommInitRootInfo:ranks[8], rank[2], identifier[10.0.0.1_60000_0_1], "
+        "deviceLogicId[3]"
+    )
+    synchronize = (
+        "[ERROR] RUNTIME(3300,python3):2025-09-14-09:30:05.000.000 [stream.cc:100]3310 "
+        "aclrtSynchronizeStream failed"
+    )
+    directory = tmp_path / "journal"
+    write_journal(directory, [LogFile(PLOG, "node-7", [identity, TIMEOUT, synchronize])])
+    assert grep(directory, "--level", "ERROR", "--device", "3") == 0
+    assert out(capsys) == lines(PLOG, TIMEOUT, synchronize)
+    assert grep(directory, "--level", "ERROR", "--device", "3", "--json") == 0
+    assert [json.loads(line)["ascend"]["device"] for line in out(capsys)] == [3, 3]
+    assert grep(directory, "--device", "4", "-c") == 1
+
+
 def test_fixed_strings_match_a_pattern_s_characters_as_they_are(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,7 +22,7 @@ from npuwatch.agent.rules_stage import event_row
 from npuwatch.journal.block import encode_block
 from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, FileSource
 from npuwatch.journal.store import CommitBatch, Journal, list_segments
-from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
+from npuwatch.parsers import LocalClock, StreamParser, resolve_timezone
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet, default_locations, load_rules
@@ -68,17 +68,21 @@ class LogFile:
     lines: Sequence[str]
     key: str = field(init=False)
     records: list[Record] = field(init=False)
+    _info: SourceInfo = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.key = file_key(self.host, self.path)
         data = "".join(line + "\n" for line in self.lines).encode()
-        clock = LocalClock(resolve_timezone(ZONE))
-        self.records = parse_bytes(data, clock, path=self.path, host=self.host)
+        parser = StreamParser(LocalClock(resolve_timezone(ZONE)), self.path, self.host)
+        self.records = parser.feed(data) + parser.flush()
+        # As the tailer gives its batch: the parser's source once the batch is read (which
+        # holds the device the file's process named, if it did).
+        self._info = parser.source
 
     @property
     def source(self) -> FileSource:
         """The file as its block rows name it (what `JournalStage.build_batch` writes)."""
-        info = self.records[0].source or SourceInfo()
+        info = self._info or SourceInfo()
         return FileSource(
             self.key, info.path or "", info.host, info.kind, info.channel, info.device,
             info.pid, ZONE,

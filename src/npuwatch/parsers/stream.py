@@ -15,6 +15,7 @@ for first access (see `Record`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from npuwatch.parsers.decoding import cut_line, decode_line
 from npuwatch.parsers.first_pass import scan_chunk
 from npuwatch.parsers.lines import classify_slow, record_from_prefix
 from npuwatch.parsers.paths import describe_path
+from npuwatch.parsers.process_device import ProcessDevices
 from npuwatch.parsers.slog import SlogRecord
 from npuwatch.parsers.timestamps import LocalClock, year_of
 from npuwatch.records import BatchIndex, Flag, Record
@@ -73,6 +75,7 @@ class StreamParser:
         returned."""
         self._extra: list[str] = []
         self._extra_bytes = 0
+        self._devices = ProcessDevices()
         self._last_timestamp: int | None = None
         self._last_pre_sync = 0
         known = self.source.created_us if self.source.created_us is not None else reference_us
@@ -96,6 +99,7 @@ class StreamParser:
         add_logger = loggers.append
         flagged: list[int] = []
         indexing = self._batch_index
+        devices = self._devices
         current = self._current
         last_timestamp = self._last_timestamp
         last_pre_sync = self._last_pre_sync
@@ -132,6 +136,8 @@ class StreamParser:
                     level = current.level
                     if current.source is None or self._extra or level not in quiet:
                         current = self._finish(current)
+                    elif current.logger == "HCCL" and devices.learn(current):
+                        self._file_device()
                     if indexing:
                         if current.flags:
                             flagged.append(len(done))
@@ -241,6 +247,15 @@ class StreamParser:
             current.encoding = encoding or current.encoding
         return True
 
+    def _file_device(self) -> None:
+        """The device of the file's own process (the pid in its name), once it names it: every
+        record read after has it from the file, as a device log's records have theirs."""
+        source = self.source
+        if source.device is None and source.pid is not None:
+            device = self._devices.of(source.pid)
+            if device is not None:
+                self.source = dataclasses.replace(source, device=device)
+
     def _finish(self, record: Record) -> Record:
         extra = self._extra
         if extra:
@@ -275,6 +290,10 @@ class StreamParser:
         if record.format != "slog":
             record.flags |= Flag.OTHER_FORMAT
         record.source = self.source
+        if record.logger == "HCCL" and self._devices.learn(record):
+            self._file_device()
+        if record.level not in QUIET_LEVELS:
+            self._devices.give(record)
         return record
 
 
