@@ -15,6 +15,7 @@ import pytest
 from fixtures.debug_tools.make_opprof import write_opprof
 
 from npuwatch.analysis.baseline.opprof_figures import CSV_COLUMNS
+from tests.analysis.test_scan_readme import departure
 from tests.conftest import FIXTURES
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
@@ -72,6 +73,16 @@ def test_a_kernel_turned_memory_bound_fails_the_gate_and_names_the_change(
     assert out.rstrip().endswith(
         f"KEY FIGURES CHANGED: {BOUND_CHANGE}, AI Core utilisation 82.3% → 25.4% (-56.9 points)"
     )
+    # The profiling guide shows an excerpt of this very output.
+    problem = departure(guide_excerpt(), out.splitlines())
+    assert problem is None, f"docs/guides/profiling.md › baseline compare: {problem}"
+
+
+def guide_excerpt() -> list[str]:
+    """The output lines of the guide's `baseline compare OPPROF_starved` example."""
+    lines = (REPO / "docs" / "guides" / "profiling.md").read_text("utf-8").splitlines()
+    start = lines.index("$ npuwatch baseline compare OPPROF_starved --against " + NAME)
+    return lines[start + 1 : lines.index("```", start)]
 
 
 def test_the_json_has_the_figures_under_a_stable_key_and_the_times_unchanged(
