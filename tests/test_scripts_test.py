@@ -4,7 +4,6 @@ exits 2 before it installs or runs anything."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,11 +19,11 @@ MISSING = ("java", "mvn", "promtool")
 def programs_but(folder: Path, missing: tuple[str, ...]) -> Path:
     """A folder of links to the system's programs but `missing` (the PATH of a bare machine)."""
     folder.mkdir()
-    for system in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
-        if not os.path.isdir(system):
+    for system in map(Path, ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")):
+        if not system.is_dir():
             continue
-        for name in os.listdir(system):
-            target = Path(system) / name
+        for target in system.iterdir():
+            name = target.name
             if name not in missing and not (folder / name).exists() and target.is_file():
                 (folder / name).symlink_to(target)
     return folder
