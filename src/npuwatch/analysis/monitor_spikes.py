@@ -64,6 +64,10 @@ class StepsGoBack(Exception):
     """A piece whose steps start before the last step of the pieces already given."""
 
 
+_ONE_KEY_LIMIT = 2**62
+"""Below it, a (name, micro step) pair is one int64 key: code × span + micro step."""
+
+
 class SeriesIndex:
     """A number for each series (parameter, or module and micro step) of one table, stable
     across pieces whose categories differ."""
@@ -88,6 +92,14 @@ class SeriesIndex:
         micro = frame["micro_step"].to_numpy().astype("int64")
         lowest = int(micro.min()) if len(micro) else 0
         span = int(micro.max()) - lowest + 1 if len(micro) else 1
+        if span * max(len(categories), 1) >= _ONE_KEY_LIMIT:
+            # Micro steps so far apart (a damaged file: 9e18 and -9e18) that the pairs do not
+            # fit one int64 key: the unique over rows of pairs, slower but exact.
+            pairs, inverse = np.unique(
+                np.stack([codes, micro], axis=1), axis=0, return_inverse=True
+            )
+            by_pair = [self._number(categories[code], int(step)) for code, step in pairs]
+            return np.asarray(by_pair, dtype="int64")[inverse.reshape(-1)]
         keys, inverse = np.unique(codes * span + (micro - lowest), return_inverse=True)
         mapping = np.asarray(
             [self._number(categories[key // span], int(key % span) + lowest) for key in keys],
