@@ -24,7 +24,7 @@ from typing import Any
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.search.dead_letters import DeadLetters
 from npuwatch.sinks.search.documents import Action, block_actions, event_action, state_action
-from npuwatch.sinks.search.engine import SearchEngine, describe_error
+from npuwatch.sinks.search.engine import SearchEngine, connection_failure, describe_error
 from npuwatch.sinks.sink import Page, Pause, SinkTraits
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def _request_problem(status: object, error: object) -> str:
         return "the request was too large (413)"
     if isinstance(status, int):
         return f"the engine failed the request ({status}): {error}"
-    return f"no answer from the engine: {error}"
+    return f"no answer from the engine: {connection_failure(str(error)) or error}"
 
 
 @dataclass
@@ -154,7 +154,7 @@ class SearchSink:
             pending = attempt.retry
         self._metrics.last_shipment.labels(self.name).set(self._wall())
         failing, self._failing = self._failing, None
-        if failing is not None and not pending:
+        if failing is not None:  # (the loop ends only when every document is done)
             log.warning(
                 "%s: shipping again after %d retries over %.0f s (the last: %s)",
                 self.name,
