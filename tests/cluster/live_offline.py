@@ -387,11 +387,11 @@ class Started:
             return ["the correlator did not stop"]
         said = err.decode("utf-8", "replace").splitlines()
         # (a round that met an index whose shard the node was still starting is tried again:
-        # the service says so, and it is no fault of the verdicts)
+        # the service says so, and when its rounds work again; no fault of the verdicts)
         problems = [
             f"correlate: {line}"
             for line in said
-            if " INFO " not in line and "(HTTP 503: " not in line
+            if " INFO " not in line and "HTTP 503: " not in line
         ]
         return problems + (
             [f"correlate exited with {service.returncode}"] if service.returncode else []

@@ -380,7 +380,8 @@ def test_check_and_the_agent_refuse_a_broken_pack_with_the_same_lines(tmp_path: 
     )
     check = run_npuwatch("config", "check", str(path))
     agent = run_npuwatch("agent", "--config", str(path))
-    assert (check.returncode, agent.returncode) == (2, 2)
+    # The same lines; the check found a problem (1), the agent cannot start (2).
+    assert (check.returncode, agent.returncode) == (1, 2)
     assert check.stdout == ""
     assert check.stderr.splitlines() == agent.stderr.splitlines()[-2:]
     assert check.stderr.startswith(f"npuwatch: {pack}:5:")
