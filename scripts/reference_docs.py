@@ -62,7 +62,6 @@ def pages() -> dict[str, str]:
 
 def commands_page() -> str:
     with _columns(WIDTH):
-        parser = cli._build_parser(None)
         parts = [
             GENERATED,
             "# Commands\n\n",
@@ -70,20 +69,10 @@ def commands_page() -> str:
             "0 nothing found or all is well, 1 findings (error records, failed checks, a "
             "regression), 2 a usage or input error, said in one line on stderr.\n\n",
         ]
-        for name, sub in _subcommands(parser, "npuwatch"):
+        for name, sub in cli.every_command():
             heading = "#" * min(name.count(" ") + 1, 4)
             parts.append(f"#{heading} `{name}`\n\n```text\n{sub.format_help().rstrip()}\n```\n\n")
     return "".join(parts).rstrip() + "\n"
-
-
-def _subcommands(
-    parser: argparse.ArgumentParser, name: str
-) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    yield name, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child, sub in action.choices.items():
-                yield from _subcommands(sub, f"{name} {child}")
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from npuwatch import __version__
@@ -118,6 +118,18 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for adder in adders:
         _function(adder)(commands)
     return parser
+
+
+def every_command() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Each command's name (`npuwatch es setup`) and parser, the whole tree: what the generated
+    reference pages and the tests of every `--help` walk."""
+    pending = [("npuwatch", _build_parser(None))]
+    while pending:
+        name, parser = pending.pop(0)
+        yield name, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                pending[:0] = [(f"{name} {child}", sub) for child, sub in action.choices.items()]
 
 
 def _silence_stdout() -> None:

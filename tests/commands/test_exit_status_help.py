@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator
 
 from npuwatch import cli
 
 
-def commands(
-    parser: argparse.ArgumentParser, name: str = "npuwatch"
-) -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    yield name, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child, sub in action.choices.items():
-                yield from commands(sub, f"{name} {child}")
-
-
 def test_every_command_s_help_says_what_its_exit_codes_mean() -> None:
-    found = dict(commands(cli._build_parser(None)))
+    found = dict(cli.every_command())
     assert len(found) > 30
     silent = [name for name, parser in found.items() if "exit status" not in parser.format_help()]
     assert silent == []
 
 
 def test_two_is_bad_usage_or_unreadable_input_in_every_leaf_command() -> None:
-    for name, parser in commands(cli._build_parser(None)):
+    for name, parser in cli.every_command():
         if any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
             continue  # a group: its actions say it
         text = " ".join(parser.format_help().split())

@@ -197,9 +197,10 @@ class ScanResult:
             processes = {(p.host, p.pid) for p in root_cause if p.pid is not None}
             at_root = [
                 event
-                for event in self.events
-                if place_of(event)[:2] in devices
-                or (place_of(event)[0], place_of(event)[2]) in processes
+                for event, (host, device, pid, _) in zip(
+                    self.events, map(place_of, self.events), strict=True
+                )
+                if (host, device) in devices or (host, pid) in processes
             ]
             found = verdict(self.events, among=at_root)
             if found is not None:

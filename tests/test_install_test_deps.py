@@ -1,4 +1,4 @@
-"""`scripts/test`, the README's second command, on a machine it may not install on: run by a
+"""`scripts/install-test-deps`, the first half of the README's second command, on a machine it may not install on: run by a
 user who is not root, with Java, Maven and Prometheus missing, it names the one line to run and
 exits 2 before it installs or runs anything."""
 
@@ -35,10 +35,10 @@ def test_without_root_it_names_the_packages_to_install_and_exits_2(
     place = shared_folder(tmp_path)
     checkout = place / "checkout"
     (checkout / "scripts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / "test", checkout / "scripts" / "test")
+    shutil.copy(REPO / "scripts" / "install-test-deps", checkout / "scripts" / "install-test-deps")
     bare = programs_but(place / "bin", MISSING)
     done = subprocess.run(
-        ["bash", str(checkout / "scripts" / "test")],
+        ["bash", str(checkout / "scripts" / "install-test-deps")],
         user=other_user.uid,
         group=other_user.gid,
         extra_groups=[],
@@ -51,7 +51,9 @@ def test_without_root_it_names_the_packages_to_install_and_exits_2(
     )
     assert done.returncode == 2, done.stdout + done.stderr
     (line,) = done.stderr.splitlines()
-    assert line.startswith("scripts/test: missing programs; install them with: sudo apt-get ")
+    assert line.startswith(
+        "scripts/install-test-deps: missing programs; install them with: sudo apt-get "
+    )
     for package in ("openjdk-17-jdk-headless", "maven", "prometheus"):
         assert f" {package}" in line
     assert not (checkout / ".venv").exists()  # nothing installed
