@@ -384,7 +384,8 @@ class Started:
         except subprocess.TimeoutExpired:
             service.kill()
             _, err = service.communicate()
-            return ["the correlator did not stop"]
+            last = err.decode("utf-8", "replace").splitlines()[-5:]
+            return [f"the correlator did not stop within {STOP_TIMEOUT_S} s; it said last:", *last]
         said = err.decode("utf-8", "replace").splitlines()
         # (a round that met an index whose shard the node was still starting is tried again:
         # the service says so, and when its rounds work again; no fault of the verdicts)

@@ -1,7 +1,10 @@
 """`npuwatch correlate`: the cluster service, one round of it, or the journals of several hosts.
 
-Signals: SIGTERM or SIGINT end the service after the round under way (it keeps no state: the
-next start reads everything again from the search engine). Under systemd (`Type=notify`) it
+Signals: SIGTERM or SIGINT end the service after the round under way, waiting for it at most
+ROUND_GRACE_S (a round is a handful of requests of up to [sinks.elasticsearch] timeout each; a
+node that hangs would hold the stop for minutes, past systemd's TimeoutStopSec). A round cut
+short loses nothing: the service keeps no state, the next start reads everything again from the
+search engine, and every incident write is whole or not made. Under systemd (`Type=notify`) it
 says READY after its first round and pings the watchdog while its rounds go on.
 """
 
@@ -40,6 +43,9 @@ from npuwatch.sinks.search.settings import SECTION, SecretUnreadable, connection
 from npuwatch.terminal import Palette, wants_colour
 
 log = logging.getLogger("npuwatch.correlate")
+
+ROUND_GRACE_S = 10.0
+"""After a stop, how long the round under way may go on before the service ends without it."""
 
 
 def run_correlate(args: argparse.Namespace) -> int:
@@ -158,11 +164,32 @@ def _serve(
     watchdog = threading.Thread(
         target=_watchdog, args=(notifier, stop), name="npuwatch-watchdog", daemon=True
     )
+    # The rounds in a thread of their own, so that a stop does not wait on a hung request.
+    failed: list[BaseException] = []
+
+    def run_rounds() -> None:
+        try:
+            service.run(stop, ready=lambda: notifier.ready("correlating"))
+        except BaseException as error:  # raised again in the main thread, which ends with it
+            failed.append(error)
+
+    rounds = threading.Thread(target=run_rounds, name="npuwatch-rounds", daemon=True)
     try:
         if notifier.watchdog_interval is not None:
             watchdog.start()
-        service.run(stop, ready=lambda: notifier.ready("correlating"))
+        rounds.start()
+        while rounds.is_alive() and not stop.wait(1.0):
+            pass  # (a wait with a timeout: the signal handler runs between the waits)
         notifier.stopping("stopping")
+        rounds.join(ROUND_GRACE_S)
+        if failed:
+            raise failed[0]
+        if rounds.is_alive():
+            log.warning(
+                "stopping without the round under way, still waiting on the search engine "
+                "after %.0f s; nothing is lost, the next start reads it all again",
+                ROUND_GRACE_S,
+            )
     finally:
         stop.set()
         server.stop()
