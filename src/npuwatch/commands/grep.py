@@ -13,13 +13,16 @@ examples:
   npuwatch grep 'HcclCommInit' --module HCCL --since "2025-09-14 09:30" --until "2025-09-14 10:00"
   npuwatch grep --category timeout -C 5
   npuwatch grep --events --since 1d
+  npuwatch grep --level ERROR --journaled-since 10m   # what came in lately, whatever its time
   npuwatch grep --code EZ9999 --json | jq -r '.process.pid'
   npuwatch grep --baseline -i 'matmul'      # the operators of the baseline archive
 
 Answers come from the agent's journal: every record of every followed file, kept after CANN has
 deleted the plog. A question naming --level (WARNING or above) or --code is answered from the
 journal's index without reading the rest. Times without a zone are this host's local time;
---since and --until also take a duration back from now (30m, 1h, 2d).
+--since and --until (and --journaled-since, --journaled-until) also take a duration back from
+now (30m, 1h, 2d). --since and --until go by the time each line says; the --journaled- ones by
+when this host's agent journaled it.
 
 Text output is the original log lines, each prefixed with its file (like grep -H); -C shows the
 records around each match, from the same file. --json prints one ECS document per record.
@@ -59,6 +62,15 @@ def add_grep_command(commands: Any) -> None:
     )
     grep.add_argument(
         "--until", metavar="WHEN", help="records the log says happened up to this time"
+    )
+    grep.add_argument(
+        "--journaled-since",
+        metavar="WHEN",
+        help="records the agent journaled at or after this time (or this long ago), whatever "
+        "time their lines say: a backfill of old logs, a host whose clock is wrong",
+    )
+    grep.add_argument(
+        "--journaled-until", metavar="WHEN", help="records the agent journaled up to this time"
     )
     grep.add_argument(
         "--level", metavar="LEVEL[,LEVEL]", help="only these levels (ERROR, WARNING, INFO ...)"

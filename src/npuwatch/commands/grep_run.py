@@ -81,6 +81,10 @@ def build_question(args: argparse.Namespace, now_s: float) -> Question:
     try:
         since = parse_when(args.since, now_s, zone) if args.since else None
         until = parse_when(args.until, now_s, zone) if args.until else None
+        journaled = [
+            parse_when(when, now_s, zone) if when else None
+            for when in (args.journaled_since, args.journaled_until)
+        ]
         flags = re.IGNORECASE if args.ignore_case else 0
         text = re.escape(args.pattern) if args.pattern and args.fixed_strings else args.pattern
         pattern = re.compile(text, flags) if text else None
@@ -92,6 +96,8 @@ def build_question(args: argparse.Namespace, now_s: float) -> Question:
         pattern=pattern,
         since_us=since,
         until_us=until,
+        journaled_since_us=journaled[0],
+        journaled_until_us=journaled[1],
         levels=_names(args.level),
         # CANN modules are upper case (hccl finds HCCL); other loggers (lmdeploy,
         # torch.distributed, Toolkit) are found as they are written.

@@ -16,7 +16,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from npuwatch.journal.block import BlockFormatError, unpack
 from npuwatch.journal.block_search import BlockSearch, decode_matching
-from npuwatch.journal.question import Hit, Question, ReadOnlySegment, Where
+from npuwatch.journal.question import (
+    Hit,
+    Question,
+    ReadOnlySegment,
+    Where,
+    add_journaled_filters,
+)
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.journal.segment import BLOCK_COLUMNS, StoredBlock, block_from_row
 
@@ -38,6 +44,7 @@ def from_blocks(
         where.add("last_us >= ?", question.since_us)
     if question.until_us is not None:
         where.add("first_us <= ?", question.until_us)
+    add_journaled_filters(where, question, "written_us")
     if question.levels:
         where.members("levels", sorted(question.levels))
     if question.modules:

@@ -91,7 +91,7 @@ def _from_index(
             f"({','.join('?' * len(codes))}))",
             *codes,
         )
-    add_field_filters(where, question, "n.", host_column="b.host")
+    add_field_filters(where, question, "n.", host_column="b.host", written_column="b.written_us")
     rows = segment.query(
         "SELECT n.block_id, n.position, n.timestamp_us, n.level, n.logger, n.pid, n.codes, "
         f"n.offset, n.original, n.device, {SOURCE_COLUMNS} "

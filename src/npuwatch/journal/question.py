@@ -31,6 +31,10 @@ class Question(NamedTuple):
     pattern: re.Pattern[str] | None = None
     since_us: int | None = None
     until_us: int | None = None
+    journaled_since_us: int | None = None
+    """When the agent journaled it (not the time the log line says), from..."""
+    journaled_until_us: int | None = None
+    """...to (both ends included)."""
     levels: frozenset[str] = frozenset()
     modules: frozenset[str] = frozenset()
     codes: frozenset[str] = frozenset()
@@ -129,9 +133,12 @@ def say_on_stderr(line: str) -> None:
     sys.stderr.write(f"npuwatch: {line}\n")
 
 
-def add_field_filters(where: Where, question: Question, prefix: str, host_column: str) -> None:
+def add_field_filters(
+    where: Where, question: Question, prefix: str, host_column: str, written_column: str
+) -> None:
     """The filters that the notable index and the events table both have as columns (level,
-    module, time, device, pid, host), on the columns named `prefix` + level and so on."""
+    module, time, device, pid, host), on the columns named `prefix` + level and so on, and
+    the time it was journaled (`written_column`)."""
     if question.levels:
         where.any_of(f"{prefix}level", sorted(question.levels))
     if question.modules:
@@ -140,12 +147,20 @@ def add_field_filters(where: Where, question: Question, prefix: str, host_column
         where.add(f"{prefix}timestamp_us >= ?", question.since_us)
     if question.until_us is not None:
         where.add(f"{prefix}timestamp_us <= ?", question.until_us)
+    add_journaled_filters(where, question, written_column)
     if question.device is not None:
         where.add(f"{prefix}device = ?", question.device)
     if question.pid is not None:
         where.add(f"{prefix}pid = ?", question.pid)
     if question.host is not None:
         where.add(f"{host_column} = ?", question.host)
+
+
+def add_journaled_filters(where: Where, question: Question, written_column: str) -> None:
+    if question.journaled_since_us is not None:
+        where.add(f"{written_column} >= ?", question.journaled_since_us)
+    if question.journaled_until_us is not None:
+        where.add(f"{written_column} <= ?", question.journaled_until_us)
 
 
 def open_segments(directory: Directory, notice: DamageNotice) -> Iterator[ReadOnlySegment]:

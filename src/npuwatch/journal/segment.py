@@ -86,7 +86,8 @@ CREATE TABLE IF NOT EXISTS events (
     offset INTEGER,
     pid INTEGER,
     count INTEGER NOT NULL,
-    document TEXT NOT NULL
+    document TEXT NOT NULL,
+    written_us INTEGER
 );
 CREATE TABLE IF NOT EXISTS states (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -109,6 +110,10 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 """
 
+_EVENT_COLUMNS_ADDED = (
+    # When the event was journaled (grep --journaled-since); NULL in a segment made before.
+    "written_us INTEGER",
+)
 _CHECKPOINT_COLUMNS_ADDED = (
     "mark_end INTEGER NOT NULL DEFAULT 0",
     "mark_length INTEGER NOT NULL DEFAULT 0",
@@ -258,7 +263,8 @@ class Segment:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if sync == 'full' else 'NORMAL'}")
             self._db.executescript(_SCHEMA + ROW_TEXT_SCHEMA)
-            _add_checkpoint_columns(self._db)
+            _add_columns(self._db, "checkpoints", _CHECKPOINT_COLUMNS_ADDED)
+            _add_columns(self._db, "events", _EVENT_COLUMNS_ADDED)
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT_VERSION,))
             self._encoder = RowTextEncoder(self._db)
             self._decoder = RowTextDecoder(self._db)
@@ -352,8 +358,8 @@ class Segment:
             )
             db.executemany("INSERT INTO notable_codes VALUES (?, ?)", code_rows)
             db.executemany(
-                f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS.removeprefix('seq, ')}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS.removeprefix('seq, ')}, "
+                "written_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         e.id,
@@ -372,6 +378,7 @@ class Segment:
                         e.pid,
                         e.count,
                         encode("events", e.document),
+                        written_us,
                     )
                     for e in events
                 ],
@@ -537,11 +544,13 @@ def _first_int(row: Sequence[Any]) -> int:
     return int(row[0])
 
 
-def _add_checkpoint_columns(db: sqlite3.Connection) -> None:
-    present = {row[1] for row in db.execute("PRAGMA table_info(checkpoints)")}
-    for column in _CHECKPOINT_COLUMNS_ADDED:
+def _add_columns(db: sqlite3.Connection, table: str, columns: Sequence[str]) -> None:
+    """The columns a segment made by an earlier version lacks (it is written on after an
+    upgrade)."""
+    present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+    for column in columns:
         if column.split()[0] not in present:
-            db.execute(f"ALTER TABLE checkpoints ADD COLUMN {column}")
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
 
 def _block_values(item: BlockToWrite, written_us: int) -> tuple[object, ...]:
