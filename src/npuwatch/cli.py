@@ -94,6 +94,17 @@ def _function(name: str) -> Any:
     return getattr(importlib.import_module(module), function)
 
 
+class _Version(argparse.Action):
+    """`npuwatch 0.2.0 (C speedups on)`: the speedups are looked at only when asked (they load
+    the parser's package)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from npuwatch.speedups import speedups  # noqa: PLC0415 - see the docstring
+
+        sys.stdout.write(f"npuwatch {__version__} ({speedups().summary()})\n")
+        parser.exit()
+
+
 def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser, with the arguments of `command` only when it is a known one (so --help and
     a misspelt command still list them all)."""
@@ -108,7 +119,12 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "  2  bad usage or unreadable input (one line on stderr saying what to do)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"npuwatch {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="show the version, and whether the C speedups are on, and exit",
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
 
     if command in _ARGUMENTS:

@@ -13,6 +13,7 @@ from typing import Literal
 from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
 from npuwatch import __version__
+from npuwatch.speedups import Speedups, speedups
 
 SourceProblemReason = Literal[
     "unreadable", "not_regular_file", "link_not_followed", "vanished", "watch_failed"
@@ -23,9 +24,12 @@ SourceProblemReason = Literal[
 class SelfMetrics:
     """Every metric the agent keeps about itself."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, speedups_in_use: Speedups | None = None
+    ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
+        speedups_in_use = speedups_in_use if speedups_in_use is not None else speedups()
         self.lines_read = Counter("npuwatch_lines_read", "Log lines read from files.", registry=r)
         self.bytes_read = Counter("npuwatch_read_bytes", "Bytes read from log files.", registry=r)
         self.records = Counter(
@@ -174,11 +178,12 @@ class SelfMetrics:
         )
         build_info = Gauge(
             "npuwatch_build_info",
-            "The agent's version, as a label (always 1).",
-            ["version"],
+            "The agent's version and whether its C speedups are on (speedups: c, python, "
+            "partial), as labels (always 1): a fleet dashboard finds the hosts on the slow path.",
+            ["version", "speedups"],
             registry=r,
         )
-        build_info.labels(__version__).set(1)
+        build_info.labels(__version__, speedups_in_use.label).set(1)
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds: the agent
         # runs next to training jobs, so its own footprint is something operators watch.
         ProcessCollector(registry=r)

@@ -57,7 +57,7 @@ def test_every_bundled_tree_has_an_expected_verdict() -> None:
 
 def test_version_is_the_wheel_s(installed: Environment, artefacts: Artefacts, work: Path) -> None:
     result = succeeded(installed.run("--version", cwd=work))
-    assert result.stdout == f"npuwatch {artefacts.version}\n"
+    assert result.stdout == f"npuwatch {artefacts.version} (C speedups on)\n"
 
 
 def test_the_environment_runs_its_own_copy_with_the_c_first_pass(

@@ -139,7 +139,7 @@ def test_the_readme_s_commands_install_it_with_no_index_and_the_unit_beside_it(
     offline: OfflineInstall, artefacts: Artefacts, work: Path
 ) -> None:
     version = succeeded(offline.environment.run("--version", cwd=work))
-    assert version.stdout == f"npuwatch {artefacts.version}\n"
+    assert version.stdout == f"npuwatch {artefacts.version} (C speedups on)\n"
     assert (offline.host / "etc" / "systemd" / "system" / "npuwatch.service").is_file()
     # The sdist was built on install, offline, with this machine's compiler.
     assert offline.environment.native(work)

@@ -32,7 +32,7 @@ def test_the_environment_holds_the_wheel_and_root_s_path_finds_it(
     link = service_root.root / "usr" / "local" / "bin" / "npuwatch"
     assert link.resolve() == (service_root.environment / "bin" / "npuwatch").resolve()
     version = succeeded(run([link, "--version"], service_root.root))
-    assert version.stdout == f"npuwatch {artefacts.version}\n"
+    assert version.stdout == f"npuwatch {artefacts.version} (C speedups on)\n"
 
 
 def test_the_configuration_folder_is_made_before_the_example_is_written_into_it(

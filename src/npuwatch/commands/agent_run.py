@@ -31,6 +31,8 @@ from npuwatch.private_files import UnsafeFolder
 from npuwatch.problems import Problems
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
 from npuwatch.sinks.search.engine import quiet_client_logs
+from npuwatch.speedups import ADVICE as SPEEDUPS_ADVICE
+from npuwatch.speedups import speedups
 from npuwatch.state_lock import StateDirectoryBusy
 
 log = logging.getLogger("npuwatch.agent")
@@ -165,6 +167,9 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
                 break
         roots = ", ".join(map(str, agent.roots)) or "no roots"
         log.info("following %d files under %s", len(agent.tailer.files), roots)
+        in_use = speedups()
+        if not in_use.on:  # said once: it costs CPU next to the training job for as long as it runs
+            log.warning("%s; %s", in_use.summary(), SPEEDUPS_ADVICE)
         for root in missing_roots(agent.topology.config.sources.roots):
             log.warning(
                 "log root %s does not exist: nothing is read there until it does (followed "

@@ -12,9 +12,13 @@ import os
 from pathlib import Path
 
 from npuwatch.analysis.doctor.host import Host
+from npuwatch.speedups import EXTENSIONS, Speedups
 from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples, table_only
 
 GIB = 1 << 30
+
+SPEEDUPS_ON = Speedups(tuple(EXTENSIONS), {})
+"""npuwatch's own C extensions, as a wheel built for the host has them."""
 
 _COMPONENTS = ("runtime", "compiler", "hccl", "opp", "toolkit", "aoe", "ncs")
 
@@ -164,4 +168,5 @@ def fake_host(
         host_name="node-7",
         package_version=installed.get,
         disk_space=lambda path: disk,
+        speedups=lambda: SPEEDUPS_ON,
     )

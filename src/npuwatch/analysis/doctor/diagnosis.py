@@ -30,6 +30,7 @@ from npuwatch.analysis.doctor.host import DoctorOptions, Host, is_file
 from npuwatch.analysis.doctor.log_folder import log_folder_check
 from npuwatch.analysis.doctor.log_settings import log_setting_checks
 from npuwatch.analysis.doctor.report import Diagnosis
+from npuwatch.analysis.doctor.speedups_check import speedups_check
 from npuwatch.analysis.doctor.versions import find_toolkits
 
 
@@ -54,6 +55,7 @@ def diagnose(host: Host, options: DoctorOptions | None = None) -> Diagnosis:
         driver_check(host, report.driver_version if report else None),
         firmware_check(host, container, details.firmware),
         *frameworks,
+        speedups_check(host),
         container_check(container),
         device_node_check(nodes, container, evidence),
         npu_smi_check(npu_smi, container, evidence),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from npuwatch.collector.npu_smi_command import DEFAULT_COMMAND
+from npuwatch.speedups import Speedups, speedups
 from npuwatch.untrusted_files import read_file
 
 
@@ -54,6 +55,8 @@ class Host:
     monotonic: Callable[[], float] = time.monotonic
     now: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
+    speedups: Callable[[], Speedups] = speedups
+    """Which of npuwatch's own C extensions load here."""
 
     def at(self, absolute: str) -> Path:
         """A well-known absolute path (`/usr/local/Ascend`), under the file system root."""
