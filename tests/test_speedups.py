@@ -21,6 +21,7 @@ import pytest
 import npuwatch
 from npuwatch import __version__
 from npuwatch.speedups import speedups
+from tests.conftest import REAL_LOGS, REPO
 
 OFF = (
     "C speedups off: first pass and block columns in pure Python, the same records at about "
@@ -124,3 +125,35 @@ def test_the_agent_warns_once_at_start_and_its_build_info_says_python(
     assert info == [f'npuwatch_build_info{{speedups="python",version="{__version__}"}} 1.0']
     (warning,) = [line for line in said if "C speedups" in line]
     assert warning.startswith(f"npuwatch: WARNING {OFF}; install npuwatch from a wheel built")
+
+
+def log_files() -> list[Path]:
+    """The bundled fixtures' logs, and the real excerpts where ../shared is beside the checkout."""
+    files = sorted((REPO / "fixtures").rglob("*.log"))
+    if REAL_LOGS.is_dir():
+        files += sorted(REAL_LOGS.rglob("*.log"))
+    return files
+
+
+def test_both_paths_give_the_same_documents_byte_for_byte(pure: dict[str, str]) -> None:
+    """What a host on either path ships: every record of every log, as JSON."""
+    if not speedups().on:
+        pytest.skip("this installation has no C speedups to compare with")
+    files = [str(path) for path in log_files()]
+    assert len(files) > 100
+    arguments = ("parse", "--timezone", "Asia/Shanghai", "--host", "node-1", *files)
+    with_c = npuwatch_of(dict(os.environ, TZ="UTC"), *arguments)
+    without = npuwatch_of(pure, *arguments)
+    assert (with_c.returncode, without.returncode) == (0, 0), without.stderr
+    assert with_c.stdout.count("\n") > 10_000
+    assert without.stdout == with_c.stdout
+
+
+def test_both_paths_scan_the_bundled_trees_alike(pure: dict[str, str]) -> None:
+    if not speedups().on:
+        pytest.skip("this installation has no C speedups to compare with")
+    trees = REPO / "fixtures" / "trees"
+    for tree in sorted(path for path in trees.iterdir() if path.is_dir()):
+        with_c = npuwatch_of(dict(os.environ, TZ="UTC"), "scan", "--json", str(tree))
+        without = npuwatch_of(pure, "scan", "--json", str(tree))
+        assert without.stdout == with_c.stdout, tree.name
