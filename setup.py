@@ -2,24 +2,40 @@
 
 The extensions speed up the first parsing pass and the columns of journal blocks. They are
 optional: where no C compiler is present the build carries on and npuwatch uses the identical
-pure-Python implementations.
+pure-Python implementations (and says so: `npuwatch --version`, `doctor`).
+
+From Python 3.11 on they are built for the stable ABI (Py_LIMITED_API, src/npuwatch/
+limited_api.h): one `cp311-abi3` wheel per machine serves every later Python. Built by 3.10,
+they use that Python's own API, in a wheel for 3.10 alone.
 """
+
+import sys
 
 from setuptools import Extension, setup
 
+STABLE_ABI = sys.version_info >= (3, 11)
+"""The limited API's buffer protocol (PyObject_GetBuffer) is in it from 3.11."""
+
+FLAGS = ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"]
+
+
+def extension(name: str, source: str) -> Extension:
+    return Extension(
+        name,
+        sources=[source],
+        depends=["src/npuwatch/limited_api.h"],
+        include_dirs=["src/npuwatch"],
+        define_macros=[("Py_LIMITED_API", "0x030B0000")] if STABLE_ABI else [],
+        py_limited_api=STABLE_ABI,
+        optional=True,
+        extra_compile_args=FLAGS,
+    )
+
+
 setup(
     ext_modules=[
-        Extension(
-            "npuwatch.parsers._speedups",
-            sources=["src/npuwatch/parsers/_speedups.c"],
-            optional=True,
-            extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        ),
-        Extension(
-            "npuwatch.journal._columns",
-            sources=["src/npuwatch/journal/_columns.c"],
-            optional=True,
-            extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        ),
-    ]
+        extension("npuwatch.parsers._speedups", "src/npuwatch/parsers/_speedups.c"),
+        extension("npuwatch.journal._columns", "src/npuwatch/journal/_columns.c"),
+    ],
+    options={"bdist_wheel": {"py_limited_api": "cp311"}} if STABLE_ABI else {},
 )

@@ -54,23 +54,31 @@ def _pack_lines(body: str) -> str:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        (_pack_lines("[" * 200_000 + "]" * 200_000), "collections nested deeper than 64"),
+        # (PyYAML 6.0.4 refuses such nesting itself, before npuwatch's own check sees it)
+        (
+            _pack_lines("[" * 200_000 + "]" * 200_000),
+            (
+                "not a rule pack: collections nested deeper than 64",
+                "exceeded maximum nesting depth",
+            ),
+        ),
         (
             "pack: site\na0: &a0 [x, x, x, x, x, x, x, x, x]\n"
             + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 20)),
-            "more than 100 aliases",
+            ("not a rule pack: more than 100 aliases",),
         ),
     ],
     ids=["nested", "aliases"],
 )
 def test_a_rule_pack_too_deep_or_of_too_many_aliases_is_refused_in_one_line(
-    tmp_path: Path, text: str, reason: str
+    tmp_path: Path, text: str, reason: tuple[str, ...]
 ) -> None:
     pack = tmp_path / "site.yaml"
     pack.write_text(text, encoding="utf-8")
     done = run_npuwatch("rules", "check", str(pack), timeout=120)
     assert done.returncode == 1, done.stderr  # before: -11, libyaml's stack overflowed
-    assert f"not a rule pack: {reason}" in done.stdout + done.stderr
+    (said,) = [line for line in (done.stdout + done.stderr).splitlines() if str(pack) in line]
+    assert any(words in said for words in reason), said
 
 
 def test_a_configuration_nested_too_deep_is_a_problem_of_the_file(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ usage: deploy/offline/build-wheelhouse.sh [--python PYTHON] [--platform ARCH] [-
   --platform ARCH  the hosts' machine, aarch64 (Kunpeng) or x86_64 (default: this machine's)
   --glibc X.Y      the oldest glibc among the hosts, as `ldd --version` prints it (default:
                    this machine's for its own platform, else 2.17, manylinux2014)
-  --dist DIR       npuwatch's sdist (and wheel) already built, as `python -m build` leaves them
-                   (default: build them from this checkout, which needs `pip install build`)
+  --dist DIR       npuwatch's sdist (and wheels) already built, as scripts/build-wheels or
+                   `python -m build` leaves them (default: scripts/build-wheels, where python3
+                   is 3.11 or later, else `python -m build`, which needs `pip install build`)
   --out DIR        the wheelhouse, a new or empty folder (default: ./npuwatch-wheelhouse)
 
 exit status: 0 built, 2 bad usage or a failed step (one line on stderr says which).
@@ -82,11 +83,17 @@ out=$(cd "$out" && pwd)
 # npuwatch itself: the sdist always (any host builds it, or runs in pure Python without a
 # compiler), and the wheel when it can run on the hosts.
 if [[ -z $dist ]]; then
-    "$python" -m build --version >/dev/null 2>&1 ||
-        fail "$python has no 'build' module: pip install build, or give --dist with a built sdist"
     dist=$out/.build
-    "$python" -m build --outdir "$dist" "$checkout" >"$out/.build.log" 2>&1 ||
-        fail "building npuwatch failed: see $out/.build.log"
+    if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        # the sdist and the manylinux2014 wheels of both machines
+        "$checkout/scripts/build-wheels" "$dist" >"$out/.build.log" 2>&1 ||
+            fail "building npuwatch failed: see $out/.build.log"
+    else
+        "$python" -m build --version >/dev/null 2>&1 ||
+            fail "$python has no 'build' module: pip install build, or give --dist with a built sdist"
+        "$python" -m build --outdir "$dist" "$checkout" >"$out/.build.log" 2>&1 ||
+            fail "building npuwatch failed: see $out/.build.log"
+    fi
 fi
 shopt -s nullglob
 sdists=("$dist"/npuwatch-*.tar.gz)
@@ -94,18 +101,24 @@ sdists=("$dist"/npuwatch-*.tar.gz)
 sdist=${sdists[0]}
 cp "$sdist" "$out/"
 
-# The extension is compiled against this machine's C library, so the wheel goes only to hosts
-# of the same machine whose glibc is no older. Others build the sdist.
+# The manylinux2014 wheel of scripts/build-wheels (glibc 2.17, CPython 3.11 and later, either
+# machine) goes to every such host: it carries the C extensions, so a host with no compiler
+# runs the C path. Otherwise a wheel built here goes only to hosts of the same machine whose
+# glibc is no older, and the others build the sdist.
 abi=cp${version/./}
-if [[ $platform == "$here_machine" ]]; then
+manylinux=("$dist"/npuwatch-*-cp311-abi3-manylinux2014_"$platform".*.whl)
+if ((${#manylinux[@]})) && "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    cp "${manylinux[0]}" "$out/"
+    wheel_note="the npuwatch manylinux2014 wheel for $platform (CPython 3.11 and later, with its C extensions)"
+elif [[ $platform == "$here_machine" ]]; then
     wheel_note="no npuwatch wheel: one built here needs glibc $here_glibc, the hosts may have $glibc; they build the sdist"
 else
     wheel_note="no npuwatch wheel: this machine is $here_machine, the hosts $platform; they build the sdist"
 fi
-if [[ $platform == "$here_machine" ]] && "$python" -c 'import sys
+if ((${#manylinux[@]} == 0)) && [[ $platform == "$here_machine" ]] && "$python" -c 'import sys
 def v(s): return tuple(int(p) for p in s.split("."))
 sys.exit(not v(sys.argv[1]) <= v(sys.argv[2]))' "$here_glibc" "$glibc"; then
-    wheels=("$dist"/npuwatch-*-"$abi"-"$abi"-linux_"$platform".whl)
+    wheels=("$dist"/npuwatch-*-"$abi"-"$abi"-linux_"$platform".whl "$dist"/npuwatch-*-cp311-abi3-linux_"$platform".whl)
     if ((${#wheels[@]})); then
         cp "${wheels[0]}" "$out/"
     else

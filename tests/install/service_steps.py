@@ -61,7 +61,11 @@ class ServiceRoot:
 def unpacked_sdist(artefacts: Artefacts, folder: Path) -> Path:
     """The sdist unpacked, with the wheel in its dist/: where the guide's commands run."""
     with tarfile.open(artefacts.sdist) as sdist:
-        sdist.extractall(folder, filter="data")
+        # (the "data" filter where this Python has it: 3.11.4 and later, Debian 12's 3.11.2 not)
+        if hasattr(tarfile, "data_filter"):
+            sdist.extractall(folder, filter="data")
+        else:
+            sdist.extractall(folder)  # (the sdist this session built)
     (source,) = folder.iterdir()
     (source / "dist").mkdir()
     (source / "dist" / artefacts.wheel.name).write_bytes(artefacts.wheel.read_bytes())

@@ -27,12 +27,15 @@ def package_files() -> set[str]:
     return {name.removeprefix("src/") for name in names if name.startswith(PACKAGE)}
 
 
-C_SOURCES = {"npuwatch/parsers/_speedups.c", "npuwatch/journal/_columns.c"}
+EXTENSION_SOURCES = {"npuwatch/parsers/_speedups.c", "npuwatch/journal/_columns.c"}
+C_SOURCES = {*EXTENSION_SOURCES, "npuwatch/limited_api.h"}
+STABLE_ABI = sys.version_info >= (3, 11)
+"""From 3.11 on the extensions are built for the stable ABI (setup.py)."""
 
 
 def extension_names() -> set[str]:
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    return {name.removesuffix(".c") + suffix for name in C_SOURCES}
+    suffix = ".abi3.so" if STABLE_ABI else sysconfig.get_config_var("EXT_SUFFIX")
+    return {name.removesuffix(".c") + suffix for name in EXTENSION_SOURCES}
 
 
 def test_the_package_has_data_files_that_are_not_python() -> None:
@@ -48,10 +51,11 @@ def test_the_wheel_holds_every_file_of_the_package_but_the_c_sources(artefacts: 
     assert names == (package_files() - C_SOURCES) | extension_names()
 
 
-def test_the_wheel_is_for_this_python_and_machine(artefacts: Artefacts) -> None:
-    abi = f"cp{sys.version_info.major}{sys.version_info.minor}"
+def test_the_wheel_is_for_this_machine_and_python_3_11_on(artefacts: Artefacts) -> None:
+    python = "cp311" if STABLE_ABI else f"cp{sys.version_info.major}{sys.version_info.minor}"
+    abi = "abi3" if STABLE_ABI else python
     platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    assert artefacts.wheel.name == f"npuwatch-{artefacts.version}-{abi}-{abi}-{platform}.whl"
+    assert artefacts.wheel.name == f"npuwatch-{artefacts.version}-{python}-{abi}-{platform}.whl"
 
 
 def test_the_sdist_holds_the_package_the_c_source_and_the_deployment_files(

@@ -8,6 +8,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "limited_api.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -181,7 +182,6 @@ static PyObject *block_columns(PyObject *module, PyObject *const *args, Py_ssize
         return NULL;
     }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(records);
-    PyObject **items = PySequence_Fast_ITEMS(records);
     PyObject *result = NULL, *level_ids = NULL, *level_names = NULL, *logger_ids = NULL,
              *logger_names = NULL, *pids = NULL, *flags = NULL, *codes = NULL,
              *originals = NULL, *notable = NULL, *names = NULL;
@@ -219,7 +219,7 @@ static PyObject *block_columns(PyObject *module, PyObject *const *args, Py_ssize
     int last_level_notable = 0;
     int64_t last_pid = NONE_VALUE;
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *record = items[i];
+        PyObject *record = PySequence_Fast_GET_ITEM(records, i);
         int clipped = 0;
         if (attribute_int(record, a_timestamp_us, &times[i], &clipped) < 0) goto done;
         if (times[i] != NONE_VALUE) {
@@ -293,8 +293,8 @@ static PyObject *block_columns(PyObject *module, PyObject *const *args, Py_ssize
         PyObject *original = PyObject_GetAttr(record, a_original);
         if (original == NULL) goto done;
         if (!PyUnicode_Check(original)) {
-            PyErr_Format(PyExc_TypeError, "record %zd: original is %.100s, not str", i,
-                         Py_TYPE(original)->tp_name);
+            PyErr_Format(PyExc_TypeError, "record %zd: original is %R, not str", i,
+                         (PyObject *)Py_TYPE(original));
             Py_DECREF(original);
             goto done;
         }

@@ -10,6 +10,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "limited_api.h"
 #include <string.h>
 
 typedef struct {
@@ -317,13 +318,14 @@ static PyObject *other_line(PyObject *text, Py_ssize_t start, Py_ssize_t end) {
 }
 
 /* One strict-header line to a record; NULL with an exception on failure. */
-static PyObject *make_record(PyTypeObject *type, PyObject *original, const char *s,
+static PyObject *make_record(PyTypeObject *type, newfunc new_record, PyObject *original,
+                             const char *s,
                              Py_ssize_t n, Py_ssize_t header_end, header_spans *h,
                              Py_ssize_t start, Py_ssize_t end, PyObject *source,
                              PyObject *minutes, PyObject *fallback, string_cache *cache,
                              char *last_minute, PyObject **last_base) {
     long flags = 0;
-    PyObject *record = type->tp_new(type, state.empty_tuple, NULL);
+    PyObject *record = new_record(type, state.empty_tuple, NULL);
     if (record == NULL) {
         return NULL;
     }
@@ -457,6 +459,13 @@ static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
         }
     }
     PyTypeObject *type = (PyTypeObject *)args[2];
+    /* The record class's tp_new, called without __init__ (the fields are set here); read
+     * through PyType_GetSlot, which the stable ABI has, rather than the struct. */
+    newfunc new_record = (newfunc)PyType_GetSlot(type, Py_tp_new);
+    if (new_record == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "the record type cannot be made");
+        return NULL;
+    }
     PyObject *minutes = args[3];
     PyObject *fallback = args[4];
     PyObject *source = args[6];
@@ -511,7 +520,7 @@ static PyObject *scan_chunk(PyObject *module, PyObject *const *args, Py_ssize_t 
                 if (header_end < 0) {
                     item = other_line(text, start, end);
                 } else {
-                    item = make_record(type, text, line, parse_length, header_end, &spans, start,
+                    item = make_record(type, new_record, text, line, parse_length, header_end, &spans, start,
                                        end, source, minutes, fallback, &cache, last_minute,
                                        &last_base);
                     Py_DECREF(text);
