@@ -400,3 +400,31 @@ def test_an_over_long_continuation_line_stretches_its_record_to_its_line_end(
         (0, 75 + len(continuation)),
         (75 + len(continuation), 75 + len(continuation) + 75),
     ]
+
+
+def test_each_batch_says_the_line_number_of_its_first_record_from_the_file_s_start(
+    follow: Follow,
+) -> None:
+    """Line numbers count continuation lines too (a record of three lines takes three), as the
+    file's own lines are numbered: what evidence says as FILE:LINE."""
+    block = plog_line(PID, 1, level="ERROR", text="failed") + "\n  detail one\n  detail two\n"
+    followed = follow(line(0) + block.encode())
+    first = followed.read()
+    assert (first.first_line, originals(first)) == (1, [plog_line(PID, 0)])
+    followed.append(line(2) + line(3))
+    second = followed.read()
+    assert second.first_line == 2
+    assert [r.original.split("\n")[0] for r in second.records] == [
+        plog_line(PID, 1, level="ERROR", text="failed"),
+        plog_line(PID, 2),
+    ]
+    last = followed.tailed.flush_assembled()
+    assert last is not None and last.first_line == 6  # 1 + 1 + 3 + 1
+    assert originals(last) == [plog_line(PID, 3)]
+
+
+def test_a_file_followed_from_a_checkpoint_inside_it_has_no_line_numbers(follow: Follow) -> None:
+    data = line(0) + line(1) + line(2)
+    followed = follow(data, start=75)  # the lines before the checkpoint were not counted
+    batch = followed.read()
+    assert batch.records and batch.first_line is None

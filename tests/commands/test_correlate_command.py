@@ -183,3 +183,17 @@ def test_check_refuses_a_secret_it_cannot_read_in_one_line(tmp_path: Path) -> No
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1
     assert str(missing) in done.stderr
+
+
+def test_the_agents_evidence_names_the_lines_scan_names(states: dict[str, Path]) -> None:
+    """The agents read their files from the start: each evidence line has its line number, the
+    one scan gives (the folders differ: the agents read copies)."""
+    done = run_npuwatch("correlate", "--journal", *(str(states[h]) for h in HOSTS), "--json")
+    (incident,) = json.loads(done.stdout)["incidents"]
+    (expected,) = scan_incidents()
+
+    def lines(found: dict[str, Any]) -> list[tuple[str, int | None, str]]:
+        return sorted((Path(e["file"]).name, e["line"], e["text"]) for e in found["evidence"])
+
+    assert lines(incident) == lines(expected)
+    assert all(line is not None for _, line, _ in lines(incident))

@@ -121,10 +121,15 @@ class CollectiveWatch:
         self._next_beat = 0.0
 
     def observe(
-        self, records: Sequence[Record], file_key: str, now_s: float
+        self,
+        records: Sequence[Record],
+        file_key: str,
+        now_s: float,
+        first_line: int | None = None,
     ) -> tuple[list[EventRow], list[StateRow]]:
-        """Event rows and process documents from one batch of records."""
-        rows = self._take(self._extractor.feed(records), file_key, now_s)
+        """Event rows and process documents from one batch of records (`first_line`: the line
+        number of the first, where known, for the evidence)."""
+        rows = self._take(self._extractor.feed(records, first_line), file_key, now_s)
         return rows, self._due(now_s, wall_us=None)
 
     def tick(self, now_s: float, wall_us: int) -> tuple[list[EventRow], list[StateRow]]:

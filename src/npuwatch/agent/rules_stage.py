@@ -209,7 +209,7 @@ class RulesStage:
         work.events = self._rows(self.engine.drain())
         if self._collective is not None:
             rows, work.states = self._collective.observe(
-                batch.records, batch.file_key, time.monotonic()
+                batch.records, batch.file_key, time.monotonic(), batch.first_line
             )
             work.events.extend(rows)
         work.size = len(batch.raw) if batch.raw else 0

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from operator import attrgetter
 
 from npuwatch.collector.identity import FileIdentity, ReadMark, mark_of
 from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.parsers.stream import ParseLimits
 from npuwatch.records import BatchIndex, Flag, Record, SourceInfo
+
+_LINE_COUNT = attrgetter("line_count")
 
 NO_MARK = ReadMark()
 
@@ -52,6 +55,9 @@ class ReadBatch:
     """The file is finished (deleted and read to its end, or truncated): close its rule stream."""
     mark: ReadMark = NO_MARK
     """The last bytes parsed: what a restart asks the file at this inode to still hold."""
+    first_line: int | None = None
+    """The line number of the first record, where the file was read from its start (evidence
+    says FILE:LINE); None after a start from a checkpoint inside the file (FILE (byte N))."""
 
 
 def shown_path(path: str) -> str:
@@ -106,6 +112,9 @@ class TailedFile:
         self.tail = b""
         """The last bytes given to the parser, ending at `fed` (empty after a skipped stretch
         of an over-long line, and at a start from a checkpoint: not known)."""
+        self.next_line: int | None = 1 if start == 0 else None
+        """The line number of the next record handed on: counted from the file's start, as
+        every line belongs to one record (unknown after a start from a checkpoint)."""
 
     @property
     def path(self) -> str:
@@ -214,6 +223,9 @@ class TailedFile:
 
     def _batch(self, records: list[Record], bytes_read: int, lines: int) -> ReadBatch:
         parser = self.parser()
+        first_line = self.next_line
+        if first_line is not None and records:
+            self.next_line = first_line + sum(map(_LINE_COUNT, records))
         raw = self._raw[0] if len(self._raw) == 1 else b"".join(self._raw)
         self._raw = []
         batch = ReadBatch(
@@ -230,6 +242,7 @@ class TailedFile:
             bytes_read=bytes_read,
             lines_read=lines,
             mark=mark_of(self.tail, self.fed),
+            first_line=first_line,
         )
         if self.journal_from and batch.offset >= self.journal_from:
             self.journal_from = 0
