@@ -78,7 +78,16 @@ def build(folder: Path) -> FuzzBuild:
     for target, source in SOURCES.items():
         output = folder / f"{source.stem}{suffix}"
         subprocess.run(
-            [compiler, *FLAGS, f"-I{include}", str(source), "-o", str(output)],
+            # (src/npuwatch holds limited_api.h, which both sources include)
+            [
+                compiler,
+                *FLAGS,
+                f"-I{include}",
+                f"-I{source.parents[1]}",
+                str(source),
+                "-o",
+                str(output),
+            ],
             check=True,
             capture_output=True,
             text=True,
