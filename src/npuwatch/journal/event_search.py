@@ -18,10 +18,6 @@ from npuwatch.journal.question import (
 from npuwatch.journal.row_text import RowTextError
 
 
-def _asks_when_journaled(question: Question) -> bool:
-    return question.journaled_since_us is not None or question.journaled_until_us is not None
-
-
 def _knows_when_journaled(segment: ReadOnlySegment) -> bool:
     """Whether the segment's events keep when they were journaled (not one made by 0.1; a
     segment without an events table yet has none to leave out)."""
@@ -51,7 +47,7 @@ def search_events(
             if question.codes:
                 where.any_of("code", sorted(question.codes))
             add_field_filters(where, question, "", host_column="host", written_column="written_us")
-            if _asks_when_journaled(question) and not _knows_when_journaled(segment):
+            if question.by_journal_time and not _knows_when_journaled(segment):
                 undated += 1
                 continue
             rows = segment.rows_after(

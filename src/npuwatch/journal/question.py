@@ -44,6 +44,11 @@ class Question(NamedTuple):
     pid: int | None = None
 
     @property
+    def by_journal_time(self) -> bool:
+        """Whether it bounds when the agent journaled what it asks for."""
+        return self.journaled_since_us is not None or self.journaled_until_us is not None
+
+    @property
     def indexed(self) -> bool:
         """Whether the index of notable records holds every possible answer."""
         return bool(self.codes) or (bool(self.levels) and self.levels <= NOTABLE_LEVELS)
