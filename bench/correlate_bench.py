@@ -93,7 +93,7 @@ from pathlib import Path
 from typing import Any
 
 import npuwatch
-from npuwatch.analysis.correlation import Correlator, Incident
+from npuwatch.correlation import Correlator, Incident
 from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.parsers import LocalClock, StreamParser, first_pass
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
@@ -143,7 +143,7 @@ SCENARIOS = {
 }
 TARGET_VERDICT_S = 2.0
 TARGET_RSS_MB = 500
-ENGINE_FOLDERS = ("parsers", "analysis/correlation")
+ENGINE_FOLDERS = ("parsers", "correlation")
 TRACE_LINES = 2_500_000
 """The state is traced (an extra round at about twice the CPU) only for trees up to this size."""
 TRACE_VERDICT_S = 20.0

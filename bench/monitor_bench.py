@@ -41,11 +41,11 @@ if sys.argv[1] == "reference":
     import pandas
     rows = sum(len(pandas.read_csv(path)) for path in sorted(root.rglob("*.csv")))
 elif sys.argv[1] == "streaming":
-    from npuwatch.analysis.monitor_summary import summarise_monitor_folder
+    from npuwatch.debug_tools.monitor.summary import summarise_monitor_folder
     rows = sum(table.rows for table in summarise_monitor_folder(root).tables)
 else:
-    from npuwatch.analysis.monitor_summary import summarise_monitor
-    from npuwatch.parsers.debug_tools.monitor import load_monitor
+    from npuwatch.debug_tools.monitor.summary import summarise_monitor
+    from npuwatch.debug_tools.monitor.read import load_monitor
     rows = sum(table.rows for table in summarise_monitor(load_monitor(root)).tables)
 print(json.dumps({
     "rows": rows,

@@ -43,9 +43,9 @@ if sys.argv[1] == "reference":
         table = pandas.read_csv(path)
     rows = len(table)
 else:
-    from npuwatch.analysis.precision_files import read_precision_inputs
-    from npuwatch.analysis.precision_judge import Thresholds
-    from npuwatch.analysis.precision_summary import summarise_precision
+    from npuwatch.debug_tools.precision.files import read_precision_inputs
+    from npuwatch.debug_tools.precision.judge import Thresholds
+    from npuwatch.debug_tools.precision.summary import summarise_precision
     summary = summarise_precision(read_precision_inputs(path), Thresholds(), top=10)
     rows = sum(sum(comparison.counts.values()) for comparison in summary.comparisons)
 print(json.dumps({

@@ -37,7 +37,7 @@ if sys.argv[1] == "reference":
     import pandas
     rows = len(pandas.read_csv(kernels))
 else:
-    from npuwatch.parsers.profiling import load_profile, operator_table
+    from npuwatch.profiling.msprof import load_profile, operator_table
     run = load_profile(Path(sys.argv[2]))
     rows = len(run.kernels)
     operators = len(operator_table(run))

@@ -25,11 +25,11 @@ from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
 from npuwatch import cli
-from npuwatch.analysis.correlation.incident import Incident
 from npuwatch.cluster.incident_document import incident_document, verdict
 from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.config import Config
 from npuwatch.config.example import commented_toml, field_value
+from npuwatch.correlation.incident import Incident
 from npuwatch.metrics import SelfMetrics
 from npuwatch.record_schema import LogRecord
 from npuwatch.sinks.prometheus.debug_metrics import DebugMetrics

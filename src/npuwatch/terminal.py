@@ -24,7 +24,10 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, tzinfo
 from typing import Any, TextIO, cast
+
+from npuwatch.records import EPOCH
 
 _RESET = "\033[0m"
 _LEVEL_COLOURS = {
@@ -206,3 +209,11 @@ def visible_output(exact_stdout: bool) -> Iterator[None]:
         yield
     finally:
         sys.stdout, sys.stderr = saved
+
+
+def format_datetime(epoch_us: int | None, zone: tzinfo) -> str:
+    """A short local time for reports: `2025-05-08 09:56:18.522`."""
+    if epoch_us is None:
+        return "-"
+    moment: datetime = (EPOCH + timedelta(microseconds=epoch_us)).astimezone(zone)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]

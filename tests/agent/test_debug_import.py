@@ -12,16 +12,16 @@ import pytest
 
 from npuwatch.agent.debug_digest import digest_in_child
 from npuwatch.agent.debug_stage import DebugImporter, DebugToolsPlan, rule_events
-from npuwatch.analysis.debug_findings import OutputDigest, digest_output
-from npuwatch.analysis.precision_files import kind_of
 from npuwatch.collector.debug_outputs import (
     ImportedOutputs,
     OutputTracker,
     find_debug_outputs,
 )
+from npuwatch.debug_tools.entries import DEBUG_KIND
+from npuwatch.debug_tools.findings import OutputDigest, digest_output
+from npuwatch.debug_tools.precision.files import kind_of
 from npuwatch.journal.segment import EventRow
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers.debug_tools.entries import DEBUG_KIND
 from npuwatch.parsers.telemetry import telemetry_record
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules

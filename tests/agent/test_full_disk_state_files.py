@@ -16,7 +16,7 @@ from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers.profiling import find_profile_runs
+from npuwatch.profiling.msprof import find_profile_runs
 from npuwatch.records import Record
 from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
 from tests.agent.harness import wait_until

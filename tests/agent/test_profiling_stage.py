@@ -13,14 +13,14 @@ import pytest
 
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
-from npuwatch.analysis.profile_steps import rank_steps
 from npuwatch.child_process import ChildStopped
 from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker, signature_of
 from npuwatch.journal.documents import to_record
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers.profiling import find_profile_runs, load_profiles, operator_table
 from npuwatch.parsers.telemetry import PROFILING_KIND
+from npuwatch.profiling.msprof import find_profile_runs, load_profiles, operator_table
+from npuwatch.profiling.steps import rank_steps
 from npuwatch.record_schema import LogRecord
 from npuwatch.records import Record
 from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics

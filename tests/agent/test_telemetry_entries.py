@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from npuwatch.parsers.npu_smi import parse_npu_smi
-from npuwatch.parsers.profiling import load_profiles, operator_table
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
+from npuwatch.profiling.msprof import load_profiles, operator_table
 from tests.agent.telemetry_agent import (
     PROFILING_RUNS,
     SAMPLE,

@@ -1,7 +1,7 @@
 """Collections of hosts' logs, journaled by real `npuwatch agent` processes (one a host) and
 read back with `npuwatch correlate --journal`, beside `npuwatch scan` of the same collection.
 
-The hosts are split the way `scan` splits them (analysis/scan_hosts.py): a collection's
+The hosts are split the way `scan` splits them (scan/hosts.py): a collection's
 first-level folders are its hosts, named after the folders; a folder that is one host's tree is
 one host, which scan is told the name of with `--host` (an agent always has a host name).
 
@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from npuwatch.analysis.scan_hosts import collection_base, collection_hosts
 from npuwatch.collector.discovery import FileFilter
 from npuwatch.journal.reader import JournalReader
 from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import list_segments
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
+from npuwatch.scan.hosts import collection_base, collection_hosts
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.streams import events_stream, state_index

@@ -7,8 +7,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from npuwatch.analysis.correlation import Correlator
 from npuwatch.cluster.feed import CorrelationInput
+from npuwatch.correlation import Correlator
 from npuwatch.parsers import LocalClock, parse_bytes
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact, ProcessKey

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.cluster.incident_document import incident_document, incident_id, verdict
 from npuwatch.cluster.service import INCIDENTS_STREAM
 from npuwatch.parsers import LocalClock
+from npuwatch.scan.tree import scan_tree
 from npuwatch.sinks.search.engine import Connection
 from npuwatch.sinks.search.engines import connect
 from npuwatch.sinks.search.streams import state_index

@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 
-from npuwatch.analysis.correlation.incident import Incident, Place
 from npuwatch.cluster.incident_book import IncidentBook
 from npuwatch.cluster.incident_document import (
     VICTIMS_LISTED,
@@ -17,6 +16,7 @@ from npuwatch.cluster.incident_document import (
     incident_id,
     verdict,
 )
+from npuwatch.correlation.incident import Incident, Place
 from npuwatch.parsers.hccl.model import Evidence
 
 MINUTE = 60_000_000

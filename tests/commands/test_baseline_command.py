@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from fixtures.profiling.make_profiles import write_torch_run
 
-from npuwatch.analysis.baseline.compare import ROW_COLUMNS
 from npuwatch.cli import main
+from npuwatch.profiling.baseline.compare import ROW_COLUMNS
 from tests.conftest import FIXTURES
 
 TORCH = FIXTURES / "profiling" / "torch_2rank"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from npuwatch.cli import main
-from tests.analysis.doctor.fake_host import npu_smi_environ
+from tests.doctor.fake_host import npu_smi_environ
 from tests.npu_smi_samples import FAKE_NPU_SMI
 
 

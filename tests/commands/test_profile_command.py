@@ -113,7 +113,7 @@ def test_plot_without_matplotlib_points_at_the_extra(
     for name in ("matplotlib", "matplotlib.figure", "matplotlib.axes"):
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
-    monkeypatch.delitem(sys.modules, "npuwatch.analysis.profile_plot", raising=False)
+    monkeypatch.delitem(sys.modules, "npuwatch.profiling.plot", raising=False)
     assert main(["profile", "summary", str(TORCH), "--plot", str(tmp_path / "x.png")]) == 2
     captured = capsys.readouterr()
     assert captured.err == "npuwatch: --plot needs matplotlib: pip install 'npuwatch[plot]'\n"

@@ -85,7 +85,7 @@ SUMMARY = (
     "Collective incident (rdma_retransmission): host-b NPU 2 (rank 6) failed first; "
     "7 ranks were waiting on it"
 )
-"""What the offline engine says of this tree (tests/analysis/correlation): rank 6 on host-b,
+"""What the offline engine says of this tree (tests/correlation): rank 6 on host-b,
 device 2, failed first (RDMA retransmissions exceeded); ranks 0-5 and 7 waited."""
 DOCUMENTS_WITHIN = 90.0
 """Seconds from the agents' start to their documents all in the search engine."""

@@ -3,7 +3,7 @@
 A block holds `$ COMMAND` lines (`# exit 2` after one that exits 2 on purpose), each followed by its
 output as an excerpt: a line `…` stands for
 any number of lines left out, a line ending in ` …` for a line that starts with what comes before
-the mark (tests/analysis/test_scan_readme.py). The command runs from the repository, in UTC,
+the mark (tests/scan/test_readme.py). The command runs from the repository, in UTC,
 without colour, on the bundled fixtures the example names.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.analysis.test_scan_readme import departure
 from tests.conftest import REPO
 from tests.npuwatch_command import run_npuwatch
+from tests.scan.test_readme import departure
 
 PAGES = sorted((REPO / "docs").rglob("*.md"))
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from npuwatch.parsers.debug_tools.compare_table import read_compare_table
-from npuwatch.parsers.debug_tools.monitor_files import read_statistics
+from npuwatch.debug_tools.monitor.read_files import read_statistics
+from npuwatch.debug_tools.precision.read.compare_table import read_compare_table
 from npuwatch.parsers.problem_list import ProblemList
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.contract import assert_kept_the_contract, run_in_process

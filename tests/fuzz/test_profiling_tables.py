@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from npuwatch.parsers.profiling.layout import find_profile_runs, run_files
-from npuwatch.parsers.profiling.run import _PARSERS
+from npuwatch.profiling.msprof.layout import find_profile_runs, run_files
+from npuwatch.profiling.msprof.run import _PARSERS
 from tests.conftest import FIXTURES
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.contract import assert_kept_the_contract, run_in_process

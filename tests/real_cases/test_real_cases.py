@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from npuwatch.analysis.correlation.kinds import KINDS as NPUWATCH_KINDS
+from npuwatch.correlation.kinds import KINDS as NPUWATCH_KINDS
 from tests.conftest import REAL_LOGS
 from tests.npuwatch_command import clean_environment, run_npuwatch
 

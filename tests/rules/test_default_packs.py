@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.analysis.findings import verdict
-from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.parsers import StreamParser
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.examples import run_examples
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
+from npuwatch.scan.findings import verdict
+from npuwatch.scan.tree import scan_tree
 from npuwatch.vocabulary import ERROR_LEVELS
 from tests.conftest import TREES, utc_clock
 
@@ -96,7 +96,7 @@ def test_scan_names_the_right_first_failure_of_each_fixture(
 
 def test_the_hccl_timeout_verdict_is_at_the_root_cause_of_its_incident() -> None:
     """Rank 6 (host-b, device 2) lost its RDMA link; the seven others timed out waiting for it.
-    The incident says so (tests/analysis/correlation), and the rule verdict agrees with it."""
+    The incident says so (tests/correlation), and the rule verdict agrees with it."""
     result = scan_tree(TREES / "hccl-timeout", utc_clock(), engine=RuleEngine(RULES))
     (incident,) = result.incidents
     (root,) = incident.root_cause

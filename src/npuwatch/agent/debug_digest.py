@@ -2,7 +2,7 @@
 
 A compare workbook, a monitor folder of a long run (millions of statistics rows) or a big
 sanitizer report is read with pandas and the summaries of `npuwatch precision|monitor|sanitizer
-summary` (analysis/debug_findings.py); the agent lives for months next to training jobs and must
+summary` (debug_tools/findings.py); the agent lives for months next to training jobs and must
 neither load pandas nor keep the memory, so a child reads the output, prints its digest as JSON
 and exits:
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.agent.child_reader import read_in_child
-from npuwatch.analysis.debug_findings import OutputDigest, digest_output
+from npuwatch.debug_tools.findings import OutputDigest, digest_output
 
 
 def digest_in_child(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from npuwatch.agent.child_reader import read_in_child
 
 if TYPE_CHECKING:
-    from npuwatch.parsers.profiling import ProfileRun
+    from npuwatch.profiling.msprof import ProfileRun
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ class RunDigest:
 
 def digest_runs(folder: Path) -> list[RunDigest]:
     """The digest of every run (rank, device) under `folder` that has data. Uses pandas."""
-    from npuwatch.analysis.profile_steps import rank_steps  # noqa: PLC0415 - pandas
-    from npuwatch.parsers.profiling import load_profiles, operator_table  # noqa: PLC0415
+    from npuwatch.profiling.msprof import load_profiles, operator_table  # noqa: PLC0415
+    from npuwatch.profiling.steps import rank_steps  # noqa: PLC0415 - pandas
 
     digests = []
     for run in load_profiles(folder):
@@ -77,7 +77,7 @@ def digests_in_child(
 
 
 def _plain_row(row: dict[Any, Any]) -> dict[str, Any]:
-    from npuwatch.parsers.profiling.values import plain_value  # noqa: PLC0415 - pandas
+    from npuwatch.profiling.msprof.values import plain_value  # noqa: PLC0415 - pandas
 
     return {str(key): plain_value(value) for key, value in row.items()}
 

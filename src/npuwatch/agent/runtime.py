@@ -32,7 +32,6 @@ from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
 from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
 from npuwatch.agent.topology import SectionChange, Topology, changes
-from npuwatch.analysis.precision_files import kind_of as precision_kind
 from npuwatch.collector.debug_outputs import ImportedOutputs, OutputTracker, find_debug_outputs
 from npuwatch.collector.npu_smi_command import run_npu_smi
 from npuwatch.collector.npu_smi_poller import NpuSmiPoller
@@ -40,17 +39,18 @@ from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
+from npuwatch.debug_tools.precision.files import kind_of as precision_kind
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.damage import DamageNotice
 from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
-from npuwatch.parsers.profiling.layout import find_profile_runs
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.private_files import private_directory
 from npuwatch.problems import Problems
+from npuwatch.profiling.msprof.layout import find_profile_runs
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet, load_rules, rule_files

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from npuwatch.analysis.correlation.incident import Incident
 from npuwatch.cluster.incident_document import iso_us
+from npuwatch.correlation.incident import Incident
 
 SLACK_US = 3600 * 1_000_000
 """How far apart in time a verdict and a written incident may start and still be one fault."""

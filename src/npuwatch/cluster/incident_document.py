@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from npuwatch.analysis.correlation.incident import Incident, Place
-from npuwatch.analysis.correlation.kinds import KIND_OF_CODE, KINDS
+from npuwatch.correlation.incident import Incident, Place
+from npuwatch.correlation.kinds import KIND_OF_CODE, KINDS
 from npuwatch.parsers.hccl.model import Evidence
 from npuwatch.parsers.hccl.shipped import document_id
 from npuwatch.records import format_timestamp

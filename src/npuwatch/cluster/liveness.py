@@ -8,8 +8,8 @@ engine cannot tell them apart; the live correlator can, and says so in the incid
 
 from __future__ import annotations
 
-from npuwatch.analysis.correlation.incident import Incident, Place
 from npuwatch.cluster.feed import CorrelationInput
+from npuwatch.correlation.incident import Incident, Place
 from npuwatch.records import format_timestamp
 
 

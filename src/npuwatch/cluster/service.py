@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from npuwatch.analysis.correlation import Correlator, Incident
 from npuwatch.cluster.feed import CorrelationInput, Version
 from npuwatch.cluster.forgetting import delete_forgotten
 from npuwatch.cluster.incident_book import IncidentBook, Tracked
@@ -39,6 +38,7 @@ from npuwatch.cluster.incident_document import (
 from npuwatch.cluster.liveness import liveness_notes
 from npuwatch.cluster.metrics import CorrelatorMetrics, RootCauseSeries
 from npuwatch.cluster.reader import IngestReader
+from npuwatch.correlation import Correlator, Incident
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
 from npuwatch.sinks.search.engine import SearchEngine, describe_error, status_of
 from npuwatch.sinks.search.streams import events_stream, state_index

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.collector.profiling_runs import Signature, signature_of
-from npuwatch.parsers.debug_tools.monitor import DATA_TYPES
-from npuwatch.parsers.debug_tools.msaicerr import is_msaicerr_output
-from npuwatch.parsers.debug_tools.sanitizer import looks_like_report
+from npuwatch.debug_tools.monitor.read import DATA_TYPES
+from npuwatch.debug_tools.sanitizer.read import looks_like_report
+from npuwatch.debug_tools.sanitizer.read_msaicerr import is_msaicerr_output
 from npuwatch.state_file import StateFile
 from npuwatch.tree_walk import walk_folders
 from npuwatch.untrusted_files import read_file

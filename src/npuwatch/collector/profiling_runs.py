@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from npuwatch.parsers.profiling.layout import DONE_MARKER, TORCH_OUTPUT
+from npuwatch.profiling.msprof.layout import DONE_MARKER, TORCH_OUTPUT
 from npuwatch.state_file import StateFile
 from npuwatch.tree_walk import walk_folders
 

@@ -11,9 +11,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from npuwatch.analysis.baseline.archive import ARCHIVE_RULE, OPERATORS_HEADER
-from npuwatch.analysis.baseline.names import NAME_RULE
-from npuwatch.analysis.baseline.rules import (
+from npuwatch.commands.argument_types import count_or_zero
+from npuwatch.profiling.baseline.archive import ARCHIVE_RULE, OPERATORS_HEADER
+from npuwatch.profiling.baseline.names import NAME_RULE
+from npuwatch.profiling.baseline.rules import (
     BY_NAME,
     BY_TYPE,
     DEFAULT_FIGURE_THRESHOLD_PP,
@@ -22,7 +23,6 @@ from npuwatch.analysis.baseline.rules import (
     FIGURE_THRESHOLD_RULE,
     THRESHOLD_RULE,
 )
-from npuwatch.commands.argument_types import count_or_zero
 
 _WIDTH = 96
 _EXAMPLES = """\

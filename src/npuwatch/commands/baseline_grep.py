@@ -13,9 +13,9 @@ import re
 import sys
 from pathlib import Path
 
-from npuwatch.analysis.baseline.archive import Archive, default_archive
-from npuwatch.analysis.baseline.search import search_archive
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, error, fail
+from npuwatch.profiling.baseline.archive import Archive, default_archive
+from npuwatch.profiling.baseline.search import search_archive
 
 _JOURNAL_ONLY = (
     ("--since", "since"),

@@ -11,17 +11,23 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from npuwatch import __version__
-from npuwatch.analysis.baseline.archive import (
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, error, fail
+from npuwatch.commands.profile_input import (
+    is_opprof_input,
+    read_opprof_folder,
+    read_profile_folder,
+)
+from npuwatch.profiling.baseline.archive import (
     LATEST,
     Archive,
     BaselineExistsError,
     UnknownBaselineError,
     default_archive,
 )
-from npuwatch.analysis.baseline.compare import compare
-from npuwatch.analysis.baseline.names import BaselineName
-from npuwatch.analysis.baseline.opprof_figures import compare_figures
-from npuwatch.analysis.baseline.report import (
+from npuwatch.profiling.baseline.compare import compare
+from npuwatch.profiling.baseline.names import BaselineName
+from npuwatch.profiling.baseline.opprof_figures import compare_figures
+from npuwatch.profiling.baseline.report import (
     DEFAULT_TOP,
     CompareReport,
     as_csv,
@@ -30,20 +36,14 @@ from npuwatch.analysis.baseline.report import (
     list_document,
     list_text,
 )
-from npuwatch.analysis.baseline.rules import Rules, parse_figure_threshold, parse_threshold
-from npuwatch.analysis.baseline.snapshot import (
+from npuwatch.profiling.baseline.rules import Rules, parse_figure_threshold, parse_threshold
+from npuwatch.profiling.baseline.snapshot import (
     Snapshot,
     opprof_snapshot,
     profile_snapshot,
     read_snapshot,
     stored_files,
     stored_metadata,
-)
-from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, error, fail
-from npuwatch.commands.profile_input import (
-    is_opprof_input,
-    read_opprof_folder,
-    read_profile_folder,
 )
 from npuwatch.terminal import Palette, wants_colour
 

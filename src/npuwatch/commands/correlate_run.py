@@ -22,14 +22,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from npuwatch.analysis.correlation import Correlator, Incident
-from npuwatch.analysis.correlation.report_text import render_incidents
 from npuwatch.cluster.feed import CorrelationInput
 from npuwatch.cluster.incident_document import incident_from_document
 from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.cluster.service import CorrelateSettings, CorrelatorService
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.config import Config, ConfigUnreadable, config_path_from, load_config
+from npuwatch.correlation import Correlator, Incident
+from npuwatch.correlation.report_text import render_incidents
 from npuwatch.journal.layout import segment_files
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.parsers import resolve_timezone

@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from npuwatch.analysis.doctor.diagnosis import diagnose
-from npuwatch.analysis.doctor.host import DoctorOptions, Host
-from npuwatch.analysis.doctor.render import as_json, as_text
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
+from npuwatch.doctor.diagnosis import diagnose
+from npuwatch.doctor.host import DoctorOptions, Host
+from npuwatch.doctor.render import as_json, as_text
 from npuwatch.setting_values import command_words
 from npuwatch.terminal import Palette, wants_colour
 

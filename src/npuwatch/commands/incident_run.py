@@ -9,19 +9,18 @@ import sys
 import time
 from typing import Any
 
-from npuwatch.analysis.correlation.report_text import render_incidents
 from npuwatch.cluster.incident_document import incident_from_document, iso_us
 from npuwatch.cluster.service import INCIDENTS_STREAM
 from npuwatch.commands.correlate_run import engine_of
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.config import config_path_from, load_config
+from npuwatch.correlation.report_text import render_incidents
 from npuwatch.parsers import resolve_timezone
 from npuwatch.quantities import parse_duration
 from npuwatch.records import format_timestamp
-from npuwatch.sinks.console import format_datetime
 from npuwatch.sinks.search.engine import SearchEngine, describe_error
 from npuwatch.sinks.search.streams import state_index
-from npuwatch.terminal import Palette, visible_line, wants_colour
+from npuwatch.terminal import Palette, format_datetime, visible_line, wants_colour
 
 _LISTED = 1000
 

@@ -8,22 +8,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npuwatch.analysis.monitor_spikes import DEFAULT_OPS, SpikeSettings
-from npuwatch.analysis.monitor_summary import MonitorSummary, summarise_monitor
-from npuwatch.analysis.monitor_text import render_monitor_summary
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.commands.report_output import draw, matplotlib_missing, print_report
+from npuwatch.debug_tools.monitor.spikes import DEFAULT_OPS, SpikeSettings
+from npuwatch.debug_tools.monitor.summary import MonitorSummary, summarise_monitor
+from npuwatch.debug_tools.monitor.text import render_monitor_summary
 
 if TYPE_CHECKING:
-    from npuwatch.parsers.debug_tools.monitor import MonitorRun
+    from npuwatch.debug_tools.monitor.read import MonitorRun
 
 WHAT_TO_GIVE = "give msprobe monitor's output folder ($MONITOR_OUTPUT_DIR, ./monitor_output)"
 _Plotter = Callable[["MonitorRun", MonitorSummary, str, Path], None]
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    from npuwatch.analysis.monitor_summary import summarise_monitor_folder  # noqa: PLC0415
-    from npuwatch.parsers.debug_tools.monitor import load_monitor  # noqa: PLC0415 - pandas
+    from npuwatch.debug_tools.monitor.read import load_monitor  # noqa: PLC0415 - pandas
+    from npuwatch.debug_tools.monitor.summary import summarise_monitor_folder  # noqa: PLC0415
 
     root = Path(args.path)
     plot = _plotter() if args.plot else None
@@ -67,7 +67,7 @@ def _check_folder(root: Path) -> None:
 def _plotter() -> _Plotter:
     """The chart writer, or a usage error when matplotlib is not installed."""
     try:
-        from npuwatch.analysis.monitor_plot import write_plot  # noqa: PLC0415 - only for --plot
+        from npuwatch.debug_tools.monitor.plot import write_plot  # noqa: PLC0415 - only for --plot
     except ImportError:
         matplotlib_missing()
     return write_plot

@@ -10,9 +10,6 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from npuwatch.analysis.scan_hosts import HostOnCollection
-from npuwatch.analysis.scan_text import render_scan
-from npuwatch.analysis.scan_tree import scan_tree
 from npuwatch.cann_roots import host_log_root
 from npuwatch.collector.files import line_chunks, read_chunks, year_reference_us
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, error, fail
@@ -20,6 +17,9 @@ from npuwatch.commands.rules_in_force import load_rules_or_fail
 from npuwatch.parsers import LocalClock, iter_records, resolve_timezone
 from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine
+from npuwatch.scan.hosts import HostOnCollection
+from npuwatch.scan.text import render_scan
+from npuwatch.scan.tree import scan_tree
 from npuwatch.sinks.console import TableFormatter, to_json_line
 from npuwatch.terminal import Palette, ProgressLine, wants_colour
 from npuwatch.tree_walk import LinkPolicy

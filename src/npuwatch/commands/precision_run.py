@@ -7,12 +7,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from npuwatch.analysis.precision_files import FILE_NAMES, read_precision_inputs
-from npuwatch.analysis.precision_judge import Thresholds
-from npuwatch.analysis.precision_summary import PrecisionSummary, summarise_precision
-from npuwatch.analysis.precision_text import render_precision_summary
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.commands.report_output import draw, matplotlib_missing, print_report
+from npuwatch.debug_tools.precision.files import FILE_NAMES, read_precision_inputs
+from npuwatch.debug_tools.precision.judge import Thresholds
+from npuwatch.debug_tools.precision.summary import PrecisionSummary, summarise_precision
+from npuwatch.debug_tools.precision.text import render_precision_summary
 
 
 def run_summary(args: argparse.Namespace) -> int:
@@ -50,7 +50,7 @@ def _thresholds(args: argparse.Namespace) -> Thresholds:
 def _plotter() -> Callable[[PrecisionSummary, Path], None]:
     """The chart writer, or a usage error when matplotlib is not installed."""
     try:
-        from npuwatch.analysis.precision_plot import write_plot  # noqa: PLC0415 - only for --plot
+        from npuwatch.debug_tools.precision.plot import write_plot  # noqa: PLC0415 - only for --plot
     except ImportError:
         matplotlib_missing()
     return write_plot

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from npuwatch.commands.outcome import fail
-from npuwatch.parsers.debug_tools.opprof import is_opprof_folder, load_opprof
+from npuwatch.profiling.opprof.read import is_opprof_folder, load_opprof
 from npuwatch.terminal import ProgressLine
 
 if TYPE_CHECKING:
-    from npuwatch.parsers.debug_tools.opprof import OpProfRun
-    from npuwatch.parsers.profiling import ProfileRun
+    from npuwatch.profiling.msprof import ProfileRun
+    from npuwatch.profiling.opprof.read import OpProfRun
 
 WHAT_TO_GIVE = (
     "give an msprof PROF_* folder, a torch_npu *_ascend_pt folder, an msOpProf OPPROF_* "
@@ -46,7 +46,7 @@ def read_opprof_folder(root: Path) -> list[OpProfRun]:
 
 def read_profile_folder(root: Path) -> list[ProfileRun]:
     """Every run under `root` (a progress line on a terminal while reading); never empty."""
-    from npuwatch.parsers.profiling.run import load_profiles  # noqa: PLC0415 - pandas
+    from npuwatch.profiling.msprof.run import load_profiles  # noqa: PLC0415 - pandas
 
     _check_folder(root)
     progress = ProgressLine(sys.stderr, "reading profiles")

@@ -11,8 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npuwatch.analysis.profile_summary import ProfileSummary, summarise_profiles
-from npuwatch.analysis.profile_text import render_profile_summary
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.commands.profile_input import (
     is_opprof_input,
@@ -20,9 +18,11 @@ from npuwatch.commands.profile_input import (
     read_profile_folder,
 )
 from npuwatch.commands.report_output import draw, matplotlib_missing, print_report
+from npuwatch.profiling.summary import ProfileSummary, summarise_profiles
+from npuwatch.profiling.text import render_profile_summary
 
 if TYPE_CHECKING:
-    from npuwatch.analysis.opprof_summary import OpProfSummary
+    from npuwatch.profiling.opprof.summary import OpProfSummary
 
 
 def run_summary(args: argparse.Namespace) -> int:
@@ -44,8 +44,8 @@ def run_summary(args: argparse.Namespace) -> int:
 
 
 def _run_opprof_summary(root: Path, args: argparse.Namespace) -> int:
-    from npuwatch.analysis.opprof_summary import summarise_opprof  # noqa: PLC0415 - msOpProf only
-    from npuwatch.analysis.opprof_text import render_opprof_summary  # noqa: PLC0415 - same
+    from npuwatch.profiling.opprof.summary import summarise_opprof  # noqa: PLC0415 - msOpProf only
+    from npuwatch.profiling.opprof.text import render_opprof_summary  # noqa: PLC0415 - same
 
     plot = _opprof_plotter() if args.plot else None
     summary = summarise_opprof(read_opprof_folder(root), root=str(root), top=args.top)
@@ -59,7 +59,7 @@ def _run_opprof_summary(root: Path, args: argparse.Namespace) -> int:
 
 def _opprof_plotter() -> Callable[[OpProfSummary, Path], None]:
     try:
-        from npuwatch.analysis.opprof_plot import write_opprof_plot  # noqa: PLC0415 - --plot
+        from npuwatch.profiling.opprof.plot import write_opprof_plot  # noqa: PLC0415 - --plot
     except ImportError:
         matplotlib_missing()
     return write_opprof_plot
@@ -68,7 +68,7 @@ def _opprof_plotter() -> Callable[[OpProfSummary, Path], None]:
 def _plotter() -> Callable[[ProfileSummary, Path], None]:
     """The chart writer, or a usage error when matplotlib is not installed."""
     try:
-        from npuwatch.analysis.profile_plot import write_plot  # noqa: PLC0415 - only for --plot
+        from npuwatch.profiling.plot import write_plot  # noqa: PLC0415 - only for --plot
     except ImportError:
         matplotlib_missing()
     return write_plot

@@ -6,11 +6,11 @@ import argparse
 import os
 from pathlib import Path
 
-from npuwatch.analysis.sanitizer_sources import SanitizerInputs, read_sanitizer_inputs
-from npuwatch.analysis.sanitizer_summary import summarise_sanitizer
-from npuwatch.analysis.sanitizer_text import render_sanitizer_summary
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.commands.report_output import print_report
+from npuwatch.debug_tools.sanitizer.sources import SanitizerInputs, read_sanitizer_inputs
+from npuwatch.debug_tools.sanitizer.summary import summarise_sanitizer
+from npuwatch.debug_tools.sanitizer.text import render_sanitizer_summary
 
 WHAT_TO_GIVE = (
     "give an msSanitizer report (the output of mssanitizer ... <app>), an msaicerr info_* or "

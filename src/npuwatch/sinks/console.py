@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, tzinfo
+from datetime import timedelta, tzinfo
 
 from npuwatch.records import EPOCH, Record
 from npuwatch.terminal import Palette, visible_line
@@ -49,11 +49,3 @@ class TableFormatter:
             f"{self._palette.level(level, f'{level:9}')} "
             f"{visible_line(record.logger or '-'):10} {pid:>8} {visible_line(code):7} {first_line}"
         )
-
-
-def format_datetime(epoch_us: int | None, zone: tzinfo) -> str:
-    """A short local time for reports: `2025-05-08 09:56:18.522`."""
-    if epoch_us is None:
-        return "-"
-    moment: datetime = (EPOCH + timedelta(microseconds=epoch_us)).astimezone(zone)
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from opensearchpy.exceptions import TransportError
 
-from npuwatch.analysis.debug_findings import digest_output
-from npuwatch.analysis.precision_files import kind_of
 from npuwatch.collector.debug_outputs import find_debug_outputs
-from npuwatch.parsers.debug_tools.entries import DEBUG_KIND, LOGGERS
+from npuwatch.debug_tools.entries import DEBUG_KIND, LOGGERS
+from npuwatch.debug_tools.findings import digest_output
+from npuwatch.debug_tools.precision.files import kind_of
 from npuwatch.sinks.search.engine import SearchEngine, status_of
 from npuwatch.sinks.search.streams import events_stream, record_stream
 from tests.conftest import FIXTURES, REPO

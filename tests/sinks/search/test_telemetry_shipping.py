@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from npuwatch.parsers.npu_smi import parse_npu_smi
-from npuwatch.parsers.profiling import load_profiles, operator_table
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
+from npuwatch.profiling.msprof import load_profiles, operator_table
 from npuwatch.sinks.search.documents import levels_below
 from npuwatch.sinks.search.engine import SearchEngine
 from tests.agent.telemetry_agent import PROFILING_RUNS, SAMPLE, journal_telemetry

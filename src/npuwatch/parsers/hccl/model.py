@@ -1,7 +1,7 @@
 """What HCCL's lines say about a job: topology facts and typed collective-failure events.
 
 Both are plain data, made by the extractor from records and read by the correlator
-(`npuwatch.analysis.correlation`), offline in `scan` and, later, live in the cluster service:
+(`npuwatch.correlation`), offline in `scan` and, later, live in the cluster service:
 nothing here knows files or time sources. The line formats are in formats/hccl.md.
 """
 

@@ -30,7 +30,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 @dataclass(frozen=True)
 class OutputFigures:
-    """One output's figures, as its digest gave them (analysis/debug_findings.py)."""
+    """One output's figures, as its digest gave them (debug_tools/findings.py)."""
 
     kind: str
     figures: dict[str, Any]

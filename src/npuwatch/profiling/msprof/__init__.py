@@ -1,0 +1,62 @@
+"""Profiling output of msprof (`PROF_*`) and torch_npu (`*_ascend_pt`), read into DataFrames.
+
+    from npuwatch.profiling.msprof import load_profiles, operator_table
+    for run in load_profiles(Path("/data/job42/prof")):   # one ProfileRun per rank or device
+        print(run.label, operator_table(run).head(10), run.problems)
+
+- `layout`: where a run keeps its files, `find_profile_runs`, `is_run_complete` (no pandas);
+- `metadata`: rank and CANN/torch_npu versions from profiler_info*.json (no pandas);
+- `columns`: the canonical column names; `tables`: the CSV reader every table kind shares;
+- one parser per kind: `kernels` (op_summary, kernel_details), `statistics` (op_statistic,
+  api_statistic, communication_statistic), `steps`, `communication`, `trace`, `memory`,
+  `task_time`, `operator_details` — pure functions of bytes, returning rows and problems;
+- `run`: `ProfileRun`, `load_profile`, `load_profiles`; `operators`: `operator_table`.
+
+pandas is imported when a parser or the loader is first used, not with this package, so that
+the agent can watch for runs without paying for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from npuwatch.profiling.msprof.layout import find_profile_runs, is_run_complete, run_root
+
+if TYPE_CHECKING:
+    from npuwatch.profiling.msprof.operators import OPERATOR_COLUMNS, operator_table
+    from npuwatch.profiling.msprof.run import (
+        NoProfileError,
+        ProfileRun,
+        load_profile,
+        load_profiles,
+    )
+
+_LAZY = {
+    "OPERATOR_COLUMNS": "npuwatch.profiling.msprof.operators",
+    "operator_table": "npuwatch.profiling.msprof.operators",
+    "NoProfileError": "npuwatch.profiling.msprof.run",
+    "ProfileRun": "npuwatch.profiling.msprof.run",
+    "load_profile": "npuwatch.profiling.msprof.run",
+    "load_profiles": "npuwatch.profiling.msprof.run",
+}
+
+__all__ = [
+    "OPERATOR_COLUMNS",
+    "NoProfileError",
+    "ProfileRun",
+    "find_profile_runs",
+    "is_run_complete",
+    "load_profile",
+    "load_profiles",
+    "operator_table",
+    "run_root",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The pandas-backed names, imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
