@@ -1,7 +1,9 @@
 """The import rules of the architecture (docs/architecture.md): data flows one way.
 
 Parsers and rules are pure: they never reach the files, the journal, the sinks or the command
-line. Sources never talk to sinks, nor sinks to sources or the agent that runs them (metrics reach Prometheus through observers the topology
+line; so are the debugging tools' and profilers' readers. The root-cause engine (correlation)
+serves scan and the cluster service and reaches neither; scan and doctor are the commands'
+alone. Sources never talk to sinks, nor sinks to sources or the agent that runs them (metrics reach Prometheus through observers the topology
 wires). The configuration describes the file and nothing else: it imports no runtime module.
 Every import counts, also one inside a function (a lazy import is still a dependency).
 """
@@ -9,6 +11,7 @@ Every import counts, also one inside a function (a lazy import is still a depend
 from __future__ import annotations
 
 import ast
+import fnmatch
 from pathlib import Path
 
 import pytest
@@ -17,27 +20,72 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "src" / "npuwatch"
 
-RUNTIME = ("agent", "collector", "journal", "sinks", "service", "commands", "cli", "analysis")
+RUNTIME = ("agent", "collector", "journal", "sinks", "service", "cluster", "commands", "cli")
+COMMANDS_ONLY = ("scan", "doctor")
+PURE = (*RUNTIME, *COMMANDS_ONLY, "correlation")
 RULES: dict[str, tuple[str, ...]] = {
-    "parsers": RUNTIME,
-    "rules": RUNTIME,
-    "collector": ("sinks", "agent", "commands", "cli", "analysis", "service"),
-    "journal": ("sinks", "agent", "collector", "commands", "cli", "analysis", "service"),
-    "sinks": ("agent", "collector", "commands", "cli", "analysis", "service"),
-    "config": RUNTIME,
+    "parsers": PURE,
+    "rules": PURE,
+    # The debugging tools' and profilers' readers are pure functions of bytes, like parsers.
+    "debug_tools.*.read*": PURE,
+    "profiling.msprof": PURE,
+    "profiling.opprof.read*": PURE,
+    # The root-cause engine serves scan and the cluster service alike: it reaches neither.
+    "correlation": (
+        "agent",
+        "collector",
+        "journal",
+        "sinks",
+        "service",
+        "cluster",
+        "commands",
+        "cli",
+        *COMMANDS_ONLY,
+    ),
+    "collector": ("sinks", "agent", "commands", "cli", "service", "cluster", *COMMANDS_ONLY),
+    "journal": (
+        "sinks",
+        "agent",
+        "collector",
+        "commands",
+        "cli",
+        "service",
+        "cluster",
+        *COMMANDS_ONLY,
+    ),
+    "sinks": ("agent", "collector", "commands", "cli", "service", "cluster", *COMMANDS_ONLY),
+    "config": PURE,
     "vocabulary": ("*",),
     "default_paths": ("*",),
     "problems": ("*",),
     "cann_roots": ("*",),
     "setting_values": ("*",),
 }
-"""A part of the package (a folder or a module), and the parts it must not import ("*": it
-imports nothing of npuwatch)."""
+"""A part of the package (a folder or module; `*` matches one name, and a folder's rule holds
+for everything under it), and the parts it must not import ("*": it imports nothing of
+npuwatch). Where several rules match a module, all of them hold."""
+
+IMPORTED_ONLY_BY: dict[str, tuple[str, ...]] = dict.fromkeys(COMMANDS_ONLY, ("commands",))
+"""Parts that only the commands import: what a command that ends works out, never the agent's
+or the cluster service's business."""
 
 
 def part_of(module: str) -> str:
     """`parsers` for npuwatch.parsers.slog, `cli` for npuwatch.cli."""
     return module.split(".")[1] if module.count(".") >= 1 else module
+
+
+def rules_of(module: str) -> set[str]:
+    """What `module` (npuwatch.x.y) must not import, by every rule whose part holds it."""
+    names = module.split(".")[1:]
+    forbidden: set[str] = set()
+    for part, parts in RULES.items():
+        pattern = part.split(".")
+        if len(names) >= len(pattern) and all(
+            fnmatch.fnmatchcase(name, glob) for name, glob in zip(names, pattern, strict=False)
+        ):
+            forbidden.update(parts)
+    return forbidden
 
 
 def npuwatch_imports(path: Path) -> set[str]:
@@ -63,14 +111,13 @@ def modules() -> list[tuple[str, Path]]:
 def broken_rules() -> list[str]:
     broken = []
     for module, path in modules():
-        forbidden = RULES.get(part_of(module))
-        if forbidden is None:
-            continue
+        forbidden = rules_of(module)
         for imported in sorted(npuwatch_imports(path)):
             target = part_of(imported)
             if target == part_of(module):
                 continue
-            if "*" in forbidden or target in forbidden:
+            only_by = IMPORTED_ONLY_BY.get(target, (part_of(module),))
+            if "*" in forbidden or target in forbidden or part_of(module) not in only_by:
                 broken.append(f"{module} imports {imported}")
     return broken
 
@@ -96,6 +143,31 @@ def test_no_part_of_the_package_imports_what_the_architecture_forbids() -> None:
             "config/x.py",
             "from npuwatch.agent.topology import build",
             "npuwatch.config.x imports npuwatch.agent.topology",
+        ),
+        (
+            "debug_tools/precision/read/x.py",
+            "from npuwatch.journal.store import Journal",
+            "npuwatch.debug_tools.precision.read.x imports npuwatch.journal.store",
+        ),
+        (
+            "profiling/opprof/read_x.py",
+            "from npuwatch.scan.tree import scan_tree",
+            "npuwatch.profiling.opprof.read_x imports npuwatch.scan.tree",
+        ),
+        (
+            "correlation/x.py",
+            "from npuwatch.sinks.console import ConsoleSink",
+            "npuwatch.correlation.x imports npuwatch.sinks.console",
+        ),
+        (
+            "agent/x.py",
+            "from npuwatch.scan.findings import verdict",
+            "npuwatch.agent.x imports npuwatch.scan.findings",
+        ),
+        (
+            "cluster/x.py",
+            "def f():\n    from npuwatch.doctor import diagnose",
+            "npuwatch.cluster.x imports npuwatch.doctor",
         ),
         (
             "vocabulary.py",
