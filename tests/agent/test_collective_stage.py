@@ -8,7 +8,7 @@ from datetime import timezone
 from pathlib import Path
 
 from npuwatch.agent.collective_stage import CollectiveSettings, CollectiveWatch
-from npuwatch.journal.segment import EventRow, StateRow
+from npuwatch.handoff import EventRow, StateRow
 from npuwatch.parsers import LocalClock, parse_bytes
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent, Fact

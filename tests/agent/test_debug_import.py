@@ -20,7 +20,7 @@ from npuwatch.collector.debug_outputs import (
 from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.findings import OutputDigest, digest_output
 from npuwatch.debug_tools.precision.files import kind_of
-from npuwatch.journal.segment import EventRow
+from npuwatch.handoff import EventRow
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.telemetry import telemetry_record
 from npuwatch.records import Record, SourceInfo

@@ -19,10 +19,11 @@ import pytest
 
 from npuwatch.agent.journal_stage import CommitObserver, JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue
-from npuwatch.agent.rules_stage import END, JournalWork
+from npuwatch.agent.rules_stage import END
+from npuwatch.handoff import Checkpoint, EventRow, JournalWork
 from npuwatch.journal.block import BlockTally, decode_block, tally_of
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.journal.segment import Checkpoint, EventRow, StoredBlock
+from npuwatch.journal.segment import StoredBlock
 from npuwatch.journal.store import CommitBatch, Journal, JournalSettings, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
 from tests.agent.harness import plog_line, wait_until

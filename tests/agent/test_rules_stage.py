@@ -10,9 +10,10 @@ from typing import Any
 
 from npuwatch.agent.journal_stage import JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue
-from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
+from npuwatch.agent.rules_stage import END, RulesStage
 from npuwatch.collector.identity import FileIdentity
 from npuwatch.collector.tailed_file import ReadBatch
+from npuwatch.handoff import JournalWork
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics

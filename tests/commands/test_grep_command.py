@@ -13,7 +13,7 @@ import pytest
 
 from npuwatch.cli import main
 from npuwatch.commands.grep_run import parse_when
-from npuwatch.journal.segment import EventRow
+from npuwatch.handoff import EventRow
 from npuwatch.record_schema import LogRecord
 from tests.journal.journal_builder import JournalContents, LogFile, epoch_us, write_journal
 

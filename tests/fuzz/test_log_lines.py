@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from npuwatch.agent.journal_stage import JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue
-from npuwatch.agent.rules_stage import JournalWork
+from npuwatch.handoff import JournalWork
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.store import Journal

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from npuwatch.handoff import Checkpoint, EventRow
 from npuwatch.journal.block import encode_block
 from npuwatch.journal.rows import StoredRecord
-from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, FileSource
+from npuwatch.journal.segment import BlockToWrite, FileSource
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from npuwatch.records import Record
 

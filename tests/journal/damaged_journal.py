@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import zstandard
 
+from npuwatch.handoff import EventRow
 from npuwatch.journal.block import BlockFormatError, decode_block
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import segment_path
 from npuwatch.sinks.event_text import event_line
 from tests.journal.journal_builder import JournalContents, LogFile, cann_line, epoch_us

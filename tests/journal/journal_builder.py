@@ -19,8 +19,9 @@ from itertools import pairwise
 from pathlib import Path
 
 from npuwatch.agent.rules_stage import event_row
+from npuwatch.handoff import Checkpoint, EventRow
 from npuwatch.journal.block import encode_block
-from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, FileSource
+from npuwatch.journal.segment import BlockToWrite, FileSource
 from npuwatch.journal.store import CommitBatch, Journal, list_segments
 from npuwatch.parsers import LocalClock, StreamParser, resolve_timezone
 from npuwatch.records import Record, SourceInfo

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from npuwatch.handoff import EventRow
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import CommitBatch, list_segments
 from npuwatch.record_schema import LogRecord
 from tests.journal.journal_builder import (

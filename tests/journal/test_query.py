@@ -24,12 +24,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from npuwatch.handoff import EventRow
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.event_search import search_events
 from npuwatch.journal.query import search
 from npuwatch.journal.question import Question
 from npuwatch.journal.rows import FileSource, StoredRecord
-from npuwatch.journal.segment import EventRow, Segment
+from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import list_segments, segment_path
 from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from tests.journal.journal_builder import (

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from npuwatch.handoff import EventRow
 from npuwatch.journal import row_text
 from npuwatch.journal.query import search
 from npuwatch.journal.question import Question
 from npuwatch.journal.row_text import TRAIN_AFTER_ROWS, RowTextDecoder, RowTextError
-from npuwatch.journal.segment import EventRow, Segment
+from npuwatch.journal.segment import Segment
 
 from .conftest import block_of, event, parse_plog, plog_line
 

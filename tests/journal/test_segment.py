@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from npuwatch.handoff import EventRow
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.rows import FileSource
-from npuwatch.journal.segment import EventRow, Segment
+from npuwatch.journal.segment import Segment
 from tests.journal.conftest import (
     block_of,
     checkpoint,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from npuwatch.handoff import StateRow
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.journal.segment import StateRow
 from npuwatch.journal.store import CommitBatch, Journal, list_segments
 
 NOON_S = 1_757_851_200.0

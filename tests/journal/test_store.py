@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from npuwatch.handoff import Checkpoint
 from npuwatch.journal.block import decode_block
-from npuwatch.journal.segment import Checkpoint, Segment
+from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import (
     CommitBatch,
     Journal,

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from npuwatch.handoff import EventRow, StateRow
 from npuwatch.journal.damage import DamageNotice
 from npuwatch.journal.reader import JournalReader
-from npuwatch.journal.segment import EventRow, StateRow
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact
 from npuwatch.parsers.hccl.shipped import (

@@ -31,7 +31,7 @@ from npuwatch.collector.profiling_runs import Signature
 from npuwatch.config import DebugToolsSection
 from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.findings import OutputDigest, entry_records
-from npuwatch.journal.segment import EventRow
+from npuwatch.handoff import EventRow
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet

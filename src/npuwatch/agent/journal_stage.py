@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from npuwatch.agent.queue import ByteQueue
-from npuwatch.agent.rules_stage import END, JournalWork
+from npuwatch.agent.rules_stage import END
+from npuwatch.handoff import Checkpoint, EventRow, JournalWork, StateRow
 from npuwatch.journal.block import BlockTally, encode_block
 from npuwatch.journal.rows import FileSource
-from npuwatch.journal.segment import BlockToWrite, Checkpoint, EventRow, StateRow
+from npuwatch.journal.segment import BlockToWrite
 from npuwatch.journal.store import CommitBatch, Journal, JournalUnavailable
 from npuwatch.metrics import SelfMetrics
 from npuwatch.records import Record, SourceInfo

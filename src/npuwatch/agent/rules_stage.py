@@ -14,17 +14,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from npuwatch.agent.collective_stage import CollectiveWatch
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone
+from npuwatch.handoff import Checkpoint, EventRow, JournalWork
 from npuwatch.journal.event_context import stored_document
-from npuwatch.journal.segment import Checkpoint, EventRow, StateRow
 from npuwatch.metrics import SelfMetrics
-from npuwatch.records import Record, SourceInfo
+from npuwatch.records import SourceInfo
 from npuwatch.rules.engine import RuleEngine, RuleStream
 from npuwatch.rules.events import Event
 from npuwatch.rules.loader import RuleSet
@@ -33,20 +33,6 @@ log = logging.getLogger(__name__)
 
 END = object()
 """Put into a stage's input queue after the last item: drain and stop."""
-
-
-@dataclass
-class JournalWork:
-    """What the journal thread writes for one read batch."""
-
-    file_key: str
-    source: SourceInfo | None
-    records: list[Record] = field(default_factory=list)
-    events: list[EventRow] = field(default_factory=list)
-    checkpoint: Checkpoint | None = None
-    forget: str | None = None
-    size: int = 0
-    states: list[StateRow] = field(default_factory=list)
 
 
 def event_row(event: Event, file_key: str | None) -> EventRow:

@@ -30,7 +30,7 @@ from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
-from npuwatch.agent.rules_stage import END, JournalWork, RulesStage
+from npuwatch.agent.rules_stage import END, RulesStage
 from npuwatch.agent.topology import SectionChange, Topology, changes
 from npuwatch.collector.debug_outputs import ImportedOutputs, OutputTracker, find_debug_outputs
 from npuwatch.collector.npu_smi_command import run_npu_smi
@@ -40,9 +40,9 @@ from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
 from npuwatch.debug_tools.precision.files import kind_of as precision_kind
+from npuwatch.handoff import EventRow, JournalWork
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.damage import DamageNotice
-from npuwatch.journal.segment import EventRow
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from npuwatch.collector.identity import FileIdentity, ReadMark, still_same
-from npuwatch.journal.segment import Checkpoint
+from npuwatch.handoff import Checkpoint
 
 
 @dataclass(frozen=True)

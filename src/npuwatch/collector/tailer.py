@@ -30,7 +30,7 @@ from npuwatch.collector.resume import resume
 from npuwatch.collector.rotation import family_of
 from npuwatch.collector.source_report import SourceReport
 from npuwatch.collector.tailed_file import ReadBatch, TailedFile, shown_path
-from npuwatch.journal.segment import Checkpoint
+from npuwatch.handoff import Checkpoint
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import ParseLimits

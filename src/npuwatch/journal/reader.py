@@ -14,10 +14,11 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from npuwatch.handoff import StateRow
 from npuwatch.journal.block import BlockFormatError, read_columns
 from npuwatch.journal.damage import DamageNotice, is_damage
 from npuwatch.journal.event_context import EventContexts, is_document
-from npuwatch.journal.segment import Segment, StateRow, StoredBlock
+from npuwatch.journal.segment import Segment, StoredBlock
 from npuwatch.journal.store import list_segments
 
 T = TypeVar("T")

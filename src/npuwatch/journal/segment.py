@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from npuwatch.handoff import CHECKPOINT_FIELDS, Checkpoint, EventRow, StateRow
 from npuwatch.journal.block import EncodedBlock
 from npuwatch.journal.damage import DamageNotice, is_damage, page_around_damage
 from npuwatch.journal.layout import open_readonly
@@ -122,40 +123,9 @@ _CHECKPOINT_COLUMNS_ADDED = (
 )
 """Checkpoint columns newer than the first journal format, added when a segment is opened for
 writing: to a new one, and to one an older agent wrote (their defaults mean "not known")."""
-CHECKPOINT_COLUMNS = (
-    "file_key, path, device, inode, fingerprint_length, fingerprint, offset, replay_from, size, "
-    "updated_us, mark_end, mark_length, mark_digest, generation"
-)
+CHECKPOINT_COLUMNS = ", ".join(CHECKPOINT_FIELDS)
 
 Sync = Literal["full", "normal"]
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """How far a file has been journaled, and which file that is (see collector.identity)."""
-
-    file_key: str
-    path: str
-    device: int
-    inode: int
-    fingerprint_length: int
-    fingerprint: str
-    offset: int
-    """Every record that ends at or before this byte is in the journal."""
-    replay_from: int
-    """Where to start reading after a restart: before `offset` when a rule event triggered
-    before it was still waiting for context (the records in between are replayed to the rules,
-    not journaled again)."""
-    size: int
-    """The file's size when last seen (what 'deleted unread' compares against)."""
-    updated_us: int
-    mark_end: int = 0
-    mark_length: int = 0
-    mark_digest: str = ""
-    """The last bytes read before `mark_end` (collector.identity.ReadMark): a file whose first
-    bytes match but which holds other bytes there is another file. Empty when not known."""
-    generation: int = 0
-    """Of the file's identity: another file with the same inode and first bytes counts up."""
 
 
 @dataclass(frozen=True)
@@ -164,39 +134,6 @@ class BlockToWrite:
     block: EncodedBlock
     first_offset: int | None
     end_offset: int | None
-
-
-@dataclass(frozen=True)
-class EventRow:
-    id: str
-    timestamp_us: int | None
-    rule: str
-    category: str | None
-    severity: str
-    level: str | None
-    logger: str | None
-    code: str | None
-    device: int | None
-    host: str | None
-    path: str | None
-    file_key: str | None
-    offset: int | None
-    pid: int | None
-    count: int
-    document: str
-
-
-@dataclass(frozen=True)
-class StateRow:
-    """A document that is replaced, not added to (a process's topology, an agent's heartbeat):
-    a later row with the same id takes the place of the earlier one, with a new `seq`, so that
-    a sink's cursor sees it again. AUTOINCREMENT: a seq is never given twice, even to the row
-    that replaces the newest one."""
-
-    id: str
-    stream: str
-    updated_us: int
-    document: str
 
 
 @dataclass(frozen=True)
@@ -309,120 +246,127 @@ class Segment:
         encoder = self._encoder
         if encoder is None:
             raise ValueError(f"segment {self.path} is open read-only")
-        encode = encoder.encode
         db.execute("BEGIN IMMEDIATE")
         try:
-            # Row ids are given, not asked back per row, so that every insert is one
-            # executemany: an ERROR storm makes every record notable.
-            block_id = int(db.execute("SELECT coalesce(max(id), 0) FROM blocks").fetchone()[0])
-            notable_id = int(
-                db.execute("SELECT coalesce(max(rowid), 0) FROM notable").fetchone()[0]
-            )
-            block_rows: list[tuple[object, ...]] = []
-            notable_rows: list[tuple[object, ...]] = []
-            code_rows: list[tuple[str, int]] = []
-            for item in blocks:
-                block_id += 1
-                block_rows.append((block_id, *_block_values(item, written_us)))
-                for n in item.block.notable:
-                    notable_id += 1
-                    notable_rows.append(
-                        (
-                            notable_id,
-                            block_id,
-                            n.position,
-                            n.timestamp_us,
-                            n.level,
-                            n.logger,
-                            n.pid,
-                            n.code,
-                            n.codes,
-                            n.device,
-                            n.offset,
-                            encode("notable", n.original),
-                        )
-                    )
-                    if n.code is not None:
-                        code_rows.extend((code, notable_id) for code in n.codes.split())
-            db.executemany(
-                "INSERT INTO blocks (id, file_key, path, host, kind, channel, device, file_pid, "
-                "timezone, first_us, last_us, count, levels, modules, codes, pids, first_offset, "
-                "end_offset, written_us, raw_bytes, payload) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                block_rows,
-            )
-            db.executemany(
-                "INSERT INTO notable (rowid, block_id, position, timestamp_us, level, logger, "
-                "pid, code, codes, device, offset, original) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                notable_rows,
-            )
-            db.executemany("INSERT INTO notable_codes VALUES (?, ?)", code_rows)
-            db.executemany(
-                f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS.removeprefix('seq, ')}, "
-                "written_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        e.id,
-                        e.timestamp_us,
-                        e.rule,
-                        e.category,
-                        e.severity,
-                        e.level,
-                        e.logger,
-                        e.code,
-                        e.device,
-                        e.host,
-                        None,  # the document holds the path, and no question asks for it
-                        e.file_key,
-                        e.offset,
-                        e.pid,
-                        e.count,
-                        encode("events", e.document),
-                        written_us,
-                    )
-                    for e in events
-                ],
-            )
+            notable_id = self._insert_blocks(encoder, blocks, written_us)
+            self._insert_events(encoder, events, written_us)
             encoder.train_when_due("notable", notable_id)
             if encoder.untrained("events"):  # asks SQLite for the count only until trained
                 encoder.train_when_due("events", self.last_event_seq())
-            if states:
-                db.executemany("DELETE FROM states WHERE id = ?", [(row.id,) for row in states])
-                db.executemany(
-                    "INSERT INTO states (id, stream, updated_us, document) VALUES (?,?,?,?)",
-                    [(row.id, row.stream, row.updated_us, row.document) for row in states],
-                )
-            db.executemany("DELETE FROM checkpoints WHERE file_key = ?", [(k,) for k in forget])
-            db.executemany(
-                f"INSERT OR REPLACE INTO checkpoints ({CHECKPOINT_COLUMNS}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        c.file_key,
-                        c.path,
-                        c.device,
-                        c.inode,
-                        c.fingerprint_length,
-                        c.fingerprint,
-                        c.offset,
-                        c.replay_from,
-                        c.size,
-                        c.updated_us,
-                        c.mark_end,
-                        c.mark_length,
-                        c.mark_digest,
-                        c.generation,
-                    )
-                    for c in checkpoints
-                ],
-            )
-            if snapshot:
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('checkpoints', 'complete')")
+            self._replace_states(states)
+            self._replace_checkpoints(checkpoints, forget, snapshot)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+
+    def _insert_blocks(
+        self, encoder: RowTextEncoder, blocks: Iterable[BlockToWrite], written_us: int
+    ) -> int:
+        """The blocks, their notable records and those records' codes; the last notable id."""
+        db = self._db
+        encode = encoder.encode
+        # Row ids are given, not asked back per row, so that every insert is one
+        # executemany: an ERROR storm makes every record notable.
+        block_id = int(db.execute("SELECT coalesce(max(id), 0) FROM blocks").fetchone()[0])
+        notable_id = int(db.execute("SELECT coalesce(max(rowid), 0) FROM notable").fetchone()[0])
+        block_rows: list[tuple[object, ...]] = []
+        notable_rows: list[tuple[object, ...]] = []
+        code_rows: list[tuple[str, int]] = []
+        for item in blocks:
+            block_id += 1
+            block_rows.append((block_id, *_block_values(item, written_us)))
+            for n in item.block.notable:
+                notable_id += 1
+                notable_rows.append(
+                    (
+                        notable_id,
+                        block_id,
+                        n.position,
+                        n.timestamp_us,
+                        n.level,
+                        n.logger,
+                        n.pid,
+                        n.code,
+                        n.codes,
+                        n.device,
+                        n.offset,
+                        encode("notable", n.original),
+                    )
+                )
+                if n.code is not None:
+                    code_rows.extend((code, notable_id) for code in n.codes.split())
+        db.executemany(
+            "INSERT INTO blocks (id, file_key, path, host, kind, channel, device, file_pid, "
+            "timezone, first_us, last_us, count, levels, modules, codes, pids, first_offset, "
+            "end_offset, written_us, raw_bytes, payload) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            block_rows,
+        )
+        db.executemany(
+            "INSERT INTO notable (rowid, block_id, position, timestamp_us, level, logger, "
+            "pid, code, codes, device, offset, original) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            notable_rows,
+        )
+        db.executemany("INSERT INTO notable_codes VALUES (?, ?)", code_rows)
+        return notable_id
+
+    def _insert_events(
+        self, encoder: RowTextEncoder, events: Iterable[EventRow], written_us: int
+    ) -> None:
+        """Events, once each: a replayed event has the id it had (INSERT OR IGNORE)."""
+        encode = encoder.encode
+        self._db.executemany(
+            f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS.removeprefix('seq, ')}, "
+            "written_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    e.id,
+                    e.timestamp_us,
+                    e.rule,
+                    e.category,
+                    e.severity,
+                    e.level,
+                    e.logger,
+                    e.code,
+                    e.device,
+                    e.host,
+                    None,  # the document holds the path, and no question asks for it
+                    e.file_key,
+                    e.offset,
+                    e.pid,
+                    e.count,
+                    encode("events", e.document),
+                    written_us,
+                )
+                for e in events
+            ],
+        )
+
+    def _replace_states(self, states: Sequence[StateRow]) -> None:
+        """Each state row takes the place of the one with its id, with a new seq."""
+        if not states:
+            return
+        db = self._db
+        db.executemany("DELETE FROM states WHERE id = ?", [(row.id,) for row in states])
+        db.executemany(
+            "INSERT INTO states (id, stream, updated_us, document) VALUES (?,?,?,?)",
+            [(row.id, row.stream, row.updated_us, row.document) for row in states],
+        )
+
+    def _replace_checkpoints(
+        self, checkpoints: Iterable[Checkpoint], forget: Iterable[str], snapshot: bool
+    ) -> None:
+        db = self._db
+        db.executemany("DELETE FROM checkpoints WHERE file_key = ?", [(k,) for k in forget])
+        marks = ",".join("?" * len(CHECKPOINT_FIELDS))
+        db.executemany(
+            f"INSERT OR REPLACE INTO checkpoints ({CHECKPOINT_COLUMNS}) VALUES ({marks})",
+            [checkpoint.row() for checkpoint in checkpoints],
+        )
+        if snapshot:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('checkpoints', 'complete')")
 
     def blocks_after(self, block_id: int, limit: int) -> list[StoredBlock]:
         rows = self._page(

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from npuwatch.handoff import Checkpoint, EventRow, StateRow
 from npuwatch.journal.layout import (
     SIDE_FILES,
     not_a_file,
@@ -33,14 +34,7 @@ from npuwatch.journal.layout import (
     segment_files,
     side_file_problem,
 )
-from npuwatch.journal.segment import (
-    BlockToWrite,
-    Checkpoint,
-    EventRow,
-    Segment,
-    StateRow,
-    Sync,
-)
+from npuwatch.journal.segment import BlockToWrite, Segment, Sync
 from npuwatch.private_files import create_private, make_private, private_directory
 
 _QUARANTINED = re.compile(r"^segment-(\d{8})\.db\.")

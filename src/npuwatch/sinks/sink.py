@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from npuwatch.handoff import StateRow
 from npuwatch.journal.reader import Position
-from npuwatch.journal.segment import StateRow, StoredBlock
+from npuwatch.journal.segment import StoredBlock
 from npuwatch.metrics import SelfMetrics
 
 

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from npuwatch.journal.segment import EventRow
+from npuwatch.handoff import EventRow
 from npuwatch.metrics import SelfMetrics
 from npuwatch.sinks.prometheus import (
     LogMetrics,

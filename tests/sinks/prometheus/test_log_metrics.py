@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from npuwatch.agent.rules_stage import event_row
-from npuwatch.journal.segment import EventRow
+from npuwatch.handoff import EventRow
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import StreamParser
 from npuwatch.rules.engine import RuleEngine

@@ -15,9 +15,10 @@ import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from npuwatch.handoff import StateRow
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.documents import to_records
-from npuwatch.journal.segment import StateRow, StoredBlock
+from npuwatch.journal.segment import StoredBlock
 from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import format_timestamp
 from npuwatch.sinks.search.streams import (
