@@ -17,9 +17,9 @@ from npuwatch.collector.debug_outputs import (
     OutputTracker,
     find_debug_outputs,
 )
+from npuwatch.debug_tools import digest_output
 from npuwatch.debug_tools.entries import DEBUG_KIND
-from npuwatch.debug_tools.findings import OutputDigest, digest_output
-from npuwatch.debug_tools.precision.files import kind_of
+from npuwatch.debug_tools.findings import OutputDigest
 from npuwatch.handoff import EventRow
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.telemetry import telemetry_record
@@ -59,7 +59,7 @@ class Rig:
         self.importer = DebugImporter(
             DebugToolsPlan((root,), scan_interval_s=0.05, settle_s=SETTLE),
             OutputTracker(
-                lambda folder: find_debug_outputs(folder, kind_of),
+                find_debug_outputs,
                 ImportedOutputs(state / "debug-imported.json"),
                 SETTLE,
             ),
@@ -106,9 +106,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_each_kind_of_output_is_found_once_with_its_unit_of_import(root: Path) -> None:
-    found = [
-        (o.kind, o.path.relative_to(root).as_posix()) for o in find_debug_outputs(root, kind_of)
-    ]
+    found = [(o.kind, o.path.relative_to(root).as_posix()) for o in find_debug_outputs(root)]
     assert found == [
         ("precision", f"job-7/compare/{OVERFLOW}"),
         ("precision", f"job-7/compare/{COMPARE}"),

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from npuwatch.debug_tools.findings import digest_output
+from npuwatch.debug_tools import digest_output
 from tests.deploy.prometheus_stack import (
     INSTANCE,
     REPOSITORY,

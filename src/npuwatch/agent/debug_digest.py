@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.agent.child_reader import read_in_child
-from npuwatch.debug_tools.findings import OutputDigest, digest_output
+from npuwatch.debug_tools import digest_output
+from npuwatch.debug_tools.findings import OutputDigest
 
 
 def digest_in_child(

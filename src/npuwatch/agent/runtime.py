@@ -39,7 +39,6 @@ from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
-from npuwatch.debug_tools.precision.files import kind_of as precision_kind
 from npuwatch.handoff import EventRow, JournalWork
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.damage import DamageNotice
@@ -209,7 +208,7 @@ class Agent:
         state = topology.state_directory
         figures = DebugMetrics(self.metrics.registry)
         tracker = OutputTracker(
-            lambda root: find_debug_outputs(root, precision_kind),
+            find_debug_outputs,
             ImportedOutputs(state / "debug-imported.json"),
             settle_s=plan.settle_s,
         )

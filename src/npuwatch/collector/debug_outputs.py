@@ -25,37 +25,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from npuwatch.collector.profiling_runs import Signature, signature_of
-from npuwatch.debug_tools.monitor.read import DATA_TYPES
-from npuwatch.debug_tools.sanitizer.read import looks_like_report
-from npuwatch.debug_tools.sanitizer.read_msaicerr import is_msaicerr_output
+from npuwatch.debug_tools import DEBUG_TOOLS
 from npuwatch.state_file import StateFile
 from npuwatch.tree_walk import walk_folders
-from npuwatch.untrusted_files import read_file
 
 log = logging.getLogger(__name__)
-
-PRECISION = "precision"
-MONITOR = "monitor"
-SANITIZER = "sanitizer"
-MSAICERR = "msaicerr"
-OUTPUT_KINDS = (PRECISION, MONITOR, SANITIZER, MSAICERR)
-
-PrecisionKind = Callable[[Path], str | None]
-"""Which precision file a path is by its name (analysis.precision_files.kind_of), None for
-none: passed in, since the collector does not reach into the analysis."""
-
-_STATISTICS_CSV = re.compile(rf"^({'|'.join(DATA_TYPES)})_\d+-\d+\.csv$")
-_ANOMALY_FOLDER = "anomaly_detected"
-_SNIFF_BYTES = 4096
-"""A report's first marker (`[mssanitizer]`, `====== ERROR: `) is within its first lines."""
 
 
 @dataclass(frozen=True)
@@ -64,51 +44,31 @@ class DebugOutput:
     path: Path
 
 
-def find_debug_outputs(root: Path, precision_kind: PrecisionKind) -> list[DebugOutput]:
-    """Every output at or under `root`, in path order."""
+def find_debug_outputs(root: Path, kinds: Iterable[str] = tuple(DEBUG_TOOLS)) -> list[DebugOutput]:
+    """Every output of `kinds` at or under `root`, in path order (the chooser, DEBUG_TOOLS,
+    says what each is)."""
+    tools = [DEBUG_TOOLS[kind] for kind in kinds]
+    whole = [tool for tool in tools if tool.shape == "folder"]
+    inner = [tool for tool in tools if tool.shape == "subfolder"]
+    files = [tool for tool in tools if tool.shape == "file"]
     found: list[DebugOutput] = []
-    for folder, subfolders, files in walk_folders(str(root)):
+    for folder, subfolders, names in walk_folders(str(root)):
         here = Path(folder)
-        if _is_monitor_output(here, subfolders, files):
-            found.append(DebugOutput(MONITOR, here))
+        tool = next((tool for tool in whole if tool.recognise(here)), None)
+        if tool is not None:
+            found.append(DebugOutput(tool.kind, here))
             subfolders.clear()  # its rank folders and anomaly_detected/ are part of it
             continue
         for name in list(subfolders):
-            if name.startswith("info_") and is_msaicerr_output(here / name):
+            tool = next((tool for tool in inner if tool.recognise(here / name)), None)
+            if tool is not None:
                 subfolders.remove(name)
-                found.append(DebugOutput(MSAICERR, here / name))
-        for name in sorted(files):
-            path = here / name
-            if precision_kind(path) is not None:
-                found.append(DebugOutput(PRECISION, path))
-            elif name.endswith(".log") and is_sanitizer_report(path):
-                found.append(DebugOutput(SANITIZER, path))
+                found.append(DebugOutput(tool.kind, here / name))
+        for name in sorted(names):
+            tool = next((tool for tool in files if tool.recognise(here / name)), None)
+            if tool is not None:
+                found.append(DebugOutput(tool.kind, here / name))
     return sorted(found, key=lambda output: str(output.path))
-
-
-def _is_monitor_output(folder: Path, subfolders: list[str], files: list[str]) -> bool:
-    if _ANOMALY_FOLDER in subfolders or any(_STATISTICS_CSV.match(name) for name in files):
-        return True
-    # msprobe's own layout: monitor_output/<time>-rank<N>-<id>/*.csv, one folder per rank.
-    for name in subfolders:
-        try:
-            with os.scandir(folder / name) as entries:
-                if any(
-                    _STATISTICS_CSV.match(entry.name) and entry.is_file(follow_symlinks=False)
-                    for entry in entries
-                ):
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-def is_sanitizer_report(path: Path) -> bool:
-    """Whether the file begins like an msSanitizer report (its first markers)."""
-    try:
-        return looks_like_report(read_file(path, limit=_SNIFF_BYTES))
-    except OSError:  # a FIFO, a link, a file gone: no report
-        return False
 
 
 def output_signature(path: Path) -> Signature | None:

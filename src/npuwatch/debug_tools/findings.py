@@ -7,7 +7,7 @@ findings), and the figures the metrics show (sinks/prometheus/debug_metrics.py).
 this out in a child process (agent/debug_digest.py), so that it never loads pandas; `scan`, a
 command that ends, works it out in its own.
 
-KIND is precision, monitor, sanitizer or msaicerr (collector/debug_outputs.py).
+Which digest an output gets is the chooser's to say (`npuwatch.debug_tools.DEBUG_TOOLS`).
 """
 
 from __future__ import annotations
@@ -44,19 +44,6 @@ class OutputDigest:
     problems: list[str] = field(default_factory=list)
 
 
-def digest_output(kind: str, path: Path) -> OutputDigest:
-    """The digest of the output of `kind` at `path`. Uses pandas."""
-    if kind == "precision":
-        return _precision(path)
-    if kind == "monitor":
-        return _monitor(path)
-    if kind == "sanitizer":
-        return _sanitizer(path)
-    if kind == "msaicerr":
-        return _msaicerr(path)
-    raise ValueError(f"unknown kind of output {kind!r}")
-
-
 def entry_records(
     entries: Iterable[Mapping[str, Any]], when_us: int, first_offset: int
 ) -> list[Record]:
@@ -78,7 +65,7 @@ def entry_records(
 # -- precision compare, overflow check, accuracy checker ------------------------------------
 
 
-def _precision(path: Path) -> OutputDigest:
+def digest_precision(path: Path) -> OutputDigest:
     from npuwatch.debug_tools.precision.files import read_precision_inputs  # noqa: PLC0415 - pandas
     from npuwatch.debug_tools.precision.judge import Thresholds  # noqa: PLC0415
     from npuwatch.debug_tools.precision.summary import summarise_precision  # noqa: PLC0415
@@ -173,7 +160,7 @@ def _error_text(metric: str | None, error: float | None) -> str:
 # -- training monitor ------------------------------------------------------------------------
 
 
-def _monitor(path: Path) -> OutputDigest:
+def digest_monitor(path: Path) -> OutputDigest:
     from npuwatch.debug_tools.monitor.summary import summarise_monitor_folder  # noqa: PLC0415
 
     summary = summarise_monitor_folder(path)  # one file at a time: the child stays small
@@ -266,7 +253,7 @@ def _step_entry(group: StepGroup, step: int, level: str, message: str) -> dict[s
 # -- msSanitizer and msaicerr ----------------------------------------------------------------
 
 
-def _sanitizer(path: Path) -> OutputDigest:
+def digest_sanitizer(path: Path) -> OutputDigest:
     from npuwatch.debug_tools.sanitizer.read import read_sanitizer_report  # noqa: PLC0415
     from npuwatch.debug_tools.sanitizer.read_events import event_fields  # noqa: PLC0415
 
@@ -293,7 +280,7 @@ def _sanitizer(path: Path) -> OutputDigest:
     return OutputDigest("sanitizer", entries, {"errors": errors}, report.problems)
 
 
-def _msaicerr(path: Path) -> OutputDigest:
+def digest_msaicerr(path: Path) -> OutputDigest:
     from npuwatch.debug_tools.sanitizer.read_msaicerr import read_msaicerr_output  # noqa: PLC0415
     from npuwatch.debug_tools.sanitizer.summary import summarise_sanitizer  # noqa: PLC0415
 

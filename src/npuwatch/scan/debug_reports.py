@@ -14,22 +14,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npuwatch.collector.debug_outputs import (
-    MSAICERR,
-    SANITIZER,
-    DebugOutput,
-    find_debug_outputs,
-    is_sanitizer_report,
-    output_signature,
-)
+from npuwatch.collector.debug_outputs import DebugOutput, find_debug_outputs, output_signature
+from npuwatch.debug_tools import MSAICERR, SANITIZER, digest_output
 from npuwatch.debug_tools.entries import DEBUG_KIND
-from npuwatch.debug_tools.sanitizer.read import is_report_alone
+from npuwatch.debug_tools.sanitizer.read import is_report_alone, starts_like_report
 from npuwatch.records import SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.scan.aggregate import ScanAggregator
 from npuwatch.untrusted_files import read_file
 
-SCANNED_KINDS = (SANITIZER, MSAICERR)
+SCANNED_KINDS = (SANITIZER.kind, MSAICERR.kind)
 """The outputs `scan` reads: the reports of kernel errors. Precision and monitor results are
 tables of a training run, for `npuwatch precision|monitor summary`."""
 
@@ -37,10 +31,9 @@ tables of a training run, for `npuwatch precision|monitor summary`."""
 def reports_in(root: Path) -> list[DebugOutput]:
     """The msSanitizer reports and msaicerr folders at or under `root`, in path order."""
     if root.is_dir():
-        found = find_debug_outputs(root, _no_precision_file)
-        return [output for output in found if output.kind in SCANNED_KINDS]
-    if is_sanitizer_report(root):
-        return [DebugOutput(SANITIZER, root)]
+        return find_debug_outputs(root, SCANNED_KINDS)
+    if starts_like_report(root):
+        return [DebugOutput(SANITIZER.kind, root)]
     return []
 
 
@@ -52,7 +45,7 @@ output that holds one has its own lines from the start)."""
 def report_alone(output: DebugOutput) -> bool:
     """Whether the output holds nothing but the tool's own lines (an msaicerr folder, a report
     file of msSanitizer's lines alone): its lines are then not also read as log lines."""
-    if output.kind != SANITIZER:
+    if output.kind != SANITIZER.kind:
         return True
     try:
         return is_report_alone(read_file(output.path, limit=_LOOKED_AT_BYTES))
@@ -68,7 +61,7 @@ def scan_report(
 ) -> None:
     """Fold the findings of one report into the scan (and its rule events into `engine`'s)."""
     # Imported here: most trees hold no report, and every scan would pay for the summaries.
-    from npuwatch.debug_tools.findings import digest_output, entry_records  # noqa: PLC0415
+    from npuwatch.debug_tools.findings import entry_records  # noqa: PLC0415
 
     signature = output_signature(output.path)
     if signature is None:
@@ -99,7 +92,3 @@ def scan_report(
         stream = engine.stream(source)
         engine.process(records, stream)
         stream.close()
-
-
-def _no_precision_file(path: Path) -> str | None:
-    return None

@@ -5,7 +5,7 @@ folder) lands in logs-ascend.debug-<namespace>, one document per finding, found 
 ships nothing twice.
 
 The expected counts are worked out here from the same digests the agent journals
-(analysis.debug_findings.digest_output on the outputs collector.debug_outputs finds), so that
+(npuwatch.debug_tools.digest_output on the outputs collector.debug_outputs finds), so that
 the test checks the path from the folder to the engine, not the parsers' counts again.
 """
 
@@ -26,9 +26,8 @@ import pytest
 from opensearchpy.exceptions import TransportError
 
 from npuwatch.collector.debug_outputs import find_debug_outputs
+from npuwatch.debug_tools import digest_output
 from npuwatch.debug_tools.entries import DEBUG_KIND, LOGGERS
-from npuwatch.debug_tools.findings import digest_output
-from npuwatch.debug_tools.precision.files import kind_of
 from npuwatch.sinks.search.engine import SearchEngine, status_of
 from npuwatch.sinks.search.streams import events_stream, record_stream
 from tests.conftest import FIXTURES, REPO
@@ -84,7 +83,7 @@ def expected_in(debug: Path) -> Expected:
     by_output: dict[str, int] = {}
     by_logger: Counter[str] = Counter()
     kinds = set()
-    for output in find_debug_outputs(debug, kind_of):
+    for output in find_debug_outputs(debug):
         entries = digest_output(output.kind, output.path).entries
         by_output[str(output.path)] = len(entries)
         by_logger.update(str(entry["logger"]) for entry in entries)

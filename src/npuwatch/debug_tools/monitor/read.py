@@ -22,6 +22,7 @@ that want the tables); a summary of a long run reads the files one at a time ins
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,3 +266,35 @@ def _anomaly_folders(root: Path) -> list[Path]:
     if root.name == "anomaly_detected":
         return [root]
     return sorted(path for path in root.rglob("anomaly_detected") if path.is_dir())
+
+
+_STATISTICS_CSV = re.compile(rf"^({'|'.join(DATA_TYPES)})_\d+-\d+\.csv$")
+_ANOMALY_FOLDER = "anomaly_detected"
+
+
+def is_monitor_output(folder: Path) -> bool:
+    """Whether `folder` is a training monitor's output: it holds statistics CSVs
+    (`grad_reduced_0-19.csv` …) or an `anomaly_detected/` folder, or rank folders that hold
+    statistics CSVs (msprobe's own layout: monitor_output/<time>-rank<N>-<id>/*.csv). Links are
+    not followed."""
+    subfolders = []
+    for entry in _folder_entries(folder):
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name == _ANOMALY_FOLDER:
+                return True
+            subfolders.append(entry.path)
+        elif _STATISTICS_CSV.match(entry.name) and entry.is_file(follow_symlinks=False):
+            return True
+    return any(
+        _STATISTICS_CSV.match(entry.name) and entry.is_file(follow_symlinks=False)
+        for subfolder in subfolders
+        for entry in _folder_entries(Path(subfolder))
+    )
+
+
+def _folder_entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:  # gone, or not a folder
+        return []

@@ -72,6 +72,11 @@ def kind_of(path: Path) -> str | None:
     return next((kind for kind, pattern in KINDS if pattern.match(path.name)), None)
 
 
+def is_precision_file(path: Path) -> bool:
+    """Whether `path` is a precision file by its name."""
+    return kind_of(path) is not None
+
+
 def find_precision_files(root: Path) -> list[tuple[str, Path]]:
     """(kind, path) of every precision file at or under `root`, in path order."""
     paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())

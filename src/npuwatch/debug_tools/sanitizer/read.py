@@ -146,3 +146,21 @@ def read_sanitizer_report(path: Path, name: str | None = None) -> SanitizerRepor
     except OSError as failure:
         return SanitizerReport(source, problems=[f"{source}:0: cannot read: {failure.strerror}"])
     return parse_sanitizer_text(data.decode("utf-8", errors="replace"), source)
+
+
+_SNIFF_BYTES = 4096
+"""A report's first marker (`[mssanitizer]`, `====== ERROR: `) is within its first lines."""
+
+
+def starts_like_report(path: Path) -> bool:
+    """Whether the file begins like an msSanitizer report (its first markers)."""
+    try:
+        return looks_like_report(read_file(path, limit=_SNIFF_BYTES))
+    except OSError:  # a FIFO, a link, a file gone: no report
+        return False
+
+
+def is_report_file(path: Path) -> bool:
+    """Whether `path` is a report the agent imports: a `.log` file that begins like one (such
+    as mindstudio_sanitizer_log/mssanitizer_*.log)."""
+    return path.name.endswith(".log") and starts_like_report(path)

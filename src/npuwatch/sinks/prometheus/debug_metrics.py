@@ -14,7 +14,8 @@ and the metrics are computed from them at each scrape:
 Labels are bounded: `rank` by the job's ranks, `kind` by msSanitizer's error kinds (and
 `aicore_error` for msaicerr), `metric` by the monitored data types and statistics, `anomaly` by
 msprobe's two anomaly rules; `operator`, `layer` and `source` of a first failure come one per
-compare file.
+compare file. Which families there are, and how each is read from the figures, is the
+chooser's data (npuwatch.debug_tools.FAMILIES).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from npuwatch.debug_tools import FAMILIES, LAST_IMPORT, Family
 
 
 @dataclass(frozen=True)
@@ -71,94 +74,62 @@ class DebugMetrics:
 
 
 def _families(outputs: list[OutputFigures]) -> Iterator[Metric]:
-    first_failure = GaugeMetricFamily(
-        "ascend_precision_first_failure_info",
-        "The first operator a precision compare (msprobe, msit) found beyond tolerance, one per "
-        "compare file still present (value 1).",
-        labels=("rank", "operator", "layer", "source"),
-    )
-    overflow = CounterMetricFamily(
-        "ascend_precision_overflow_nodes",
-        "First Inf/NaN nodes msprobe overflow_check found, by rank.",
-        labels=("rank",),
-    )
-    anomalies = CounterMetricFamily(
-        "ascend_monitor_anomalies",
-        "Anomaly alerts of msprobe's training monitor (AnomalyTurbulence, AnomalyNan), by "
-        "monitored data type and statistic, rank and anomaly rule.",
-        labels=("metric", "rank", "anomaly"),
-    )
-    grad_norm = GaugeMetricFamily(
-        "ascend_monitor_grad_norm",
-        "Global gradient norm at the last monitored step of the rank (sqrt of the sum of the "
-        "squared per-parameter norms of grad_reduced, else grad_unreduced).",
-        labels=("rank",),
-    )
-    nan_values = GaugeMetricFamily(
-        "ascend_monitor_nan_values",
-        "Monitor statistics rows holding NaN or inf in the rank's latest monitor output.",
-        labels=("rank",),
-    )
-    last_step = GaugeMetricFamily(
-        "ascend_monitor_last_step",
-        "The last training step the rank's latest monitor output has statistics of.",
-        labels=("rank",),
-    )
-    sanitizer = CounterMetricFamily(
-        "ascend_sanitizer_errors",
-        "Errors msSanitizer reported (illegal_read, memory_leak, raw_hazard ...) and AI Core "
-        "errors msaicerr analysed (aicore_error), by kind.",
-        labels=("kind",),
-    )
-    imported = GaugeMetricFamily(
-        "ascend_debug_last_import_timestamp_seconds",
-        "When the latest output of the tool family was imported (Unix time).",
-        labels=("kind",),
-    )
-    overflow_counts: dict[str, float] = {}
-    anomaly_counts: dict[tuple[str, str, str], float] = {}
-    error_counts: dict[str, float] = {}
-    latest_rank: dict[str, tuple[float, list[Any]]] = {}
+    """Every family of the chooser (npuwatch.debug_tools.FAMILIES), read as its `reading` says,
+    then when each kind was last imported."""
+    for family in FAMILIES:
+        if family.reading == "sum":
+            yield _summed(family, outputs)
+        elif family.reading == "present":
+            yield _present(family, outputs)
+        else:
+            yield _latest_by_rank(family, outputs)
+    imported = GaugeMetricFamily(LAST_IMPORT.name, LAST_IMPORT.help, labels=LAST_IMPORT.labels)
     latest_kind: dict[str, float] = {}
     for output in outputs:
-        figures = output.figures
-        for rank, count in (figures.get("overflow_nodes") or {}).items():
-            overflow_counts[str(rank)] = overflow_counts.get(str(rank), 0) + count
-        for metric, rank, rule, count in figures.get("anomalies") or ():
-            key = (str(metric), str(rank), str(rule))
-            anomaly_counts[key] = anomaly_counts.get(key, 0) + count
-        for kind, count in (figures.get("errors") or {}).items():
-            error_counts[kind] = error_counts.get(kind, 0) + count
         latest_kind[output.kind] = max(latest_kind.get(output.kind, 0), output.imported_at_s)
-        if not output.present:
-            continue
-        for rank, operator, layer, source in figures.get("first_failures") or ():
-            first_failure.add_metric([str(rank), operator, layer, source], 1)
-        for row in figures.get("ranks") or ():
-            rank = str(row[0])
-            if rank not in latest_rank or latest_rank[rank][0] < output.imported_at_s:
-                latest_rank[rank] = (output.imported_at_s, row)
-    for rank, count in sorted(overflow_counts.items()):
-        overflow.add_metric([rank], count)
-    for (metric, rank, rule), count in sorted(anomaly_counts.items()):
-        anomalies.add_metric([metric, rank, rule], count)
-    for kind, count in sorted(error_counts.items()):
-        sanitizer.add_metric([kind], count)
-    for rank, (_, (_, norm, nans, step)) in sorted(latest_rank.items()):
-        if norm is not None:
-            grad_norm.add_metric([rank], norm)
-        nan_values.add_metric([rank], nans)
-        if step is not None:
-            last_step.add_metric([rank], step)
     for kind, when in sorted(latest_kind.items()):
         imported.add_metric([kind], when)
-    yield from (
-        first_failure,
-        overflow,
-        anomalies,
-        grad_norm,
-        nan_values,
-        last_step,
-        sanitizer,
-        imported,
-    )
+    yield imported
+
+
+def _summed(family: Family, outputs: list[OutputFigures]) -> Metric:
+    """A counter over every output ever imported: a figure maps a label value to a count, or
+    holds rows of label values ending with a count."""
+    counts: dict[tuple[str, ...], float] = {}
+    for output in outputs:
+        figure = output.figures.get(family.figure) or ()
+        pairs = figure.items() if isinstance(figure, dict) else ((r[:-1], r[-1]) for r in figure)
+        for labels, count in pairs:
+            key = tuple(map(str, labels)) if isinstance(labels, list | tuple) else (str(labels),)
+            counts[key] = counts.get(key, 0) + count
+    metric = CounterMetricFamily(family.name, family.help, labels=family.labels)
+    for key, count in sorted(counts.items()):
+        metric.add_metric(list(key), count)
+    return metric
+
+
+def _present(family: Family, outputs: list[OutputFigures]) -> Metric:
+    """1 per row of label values of the outputs still present."""
+    metric = GaugeMetricFamily(family.name, family.help, labels=family.labels)
+    for output in outputs:
+        if output.present:
+            for row in output.figures.get(family.figure) or ():
+                metric.add_metric([str(value) for value in row], 1)
+    return metric
+
+
+def _latest_by_rank(family: Family, outputs: list[OutputFigures]) -> Metric:
+    """Per rank, the `column` of the row of its most recently imported output still present."""
+    latest: dict[str, tuple[float, list[Any]]] = {}
+    for output in outputs:
+        if not output.present:
+            continue
+        for row in output.figures.get(family.figure) or ():
+            rank = str(row[0])
+            if rank not in latest or latest[rank][0] < output.imported_at_s:
+                latest[rank] = (output.imported_at_s, row)
+    metric = GaugeMetricFamily(family.name, family.help, labels=family.labels)
+    for rank, (_, row) in sorted(latest.items()):
+        if row[family.column] is not None:
+            metric.add_metric([rank], row[family.column])
+    return metric
