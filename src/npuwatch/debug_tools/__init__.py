@@ -5,8 +5,8 @@
 - `monitor/`: msprobe's training monitor (`npuwatch monitor summary`);
 - `sanitizer/`: msSanitizer reports and msaicerr outputs (`npuwatch sanitizer summary`);
 - this module: the one chooser, `DEBUG_TOOLS`: for each kind of output, how it is recognised,
-  which logger its entries carry, how it is digested and which metric families its figures
-  feed. Nothing else asks which tool an output is;
+  how it is digested and which metric families its figures feed. Nothing else asks which tool
+  an output is;
 - what they share: `table_files` (the rows of a .csv or .xlsx with their numbers),
   `cell_values` (placeholder cells, numbers, texts, verdicts), `findings` (an output's findings
   as journal entries and the metrics' figures), `entries` (those entries as records).
@@ -58,8 +58,6 @@ class DebugTool:
 
     kind: str
     """The output's kind, as the importer's state file and the metrics' `kind` label say it."""
-    logger: str
-    """The logger of its journal entries (`npuwatch grep --module`)."""
     shape: Literal["folder", "subfolder", "file"]
     """What is recognised: a folder walked (its subfolders are part of it), a subfolder of a
     folder walked, or a file."""
@@ -94,7 +92,6 @@ _RANK_LATEST = "the rank's latest monitor output"
 
 PRECISION = DebugTool(
     "precision",
-    "PRECISION",
     "file",
     "npuwatch.debug_tools.precision.files:is_precision_file",
     f"{_FINDINGS}:digest_precision",
@@ -118,7 +115,6 @@ PRECISION = DebugTool(
 )
 MONITOR = DebugTool(
     "monitor",
-    "MONITOR",
     "folder",
     "npuwatch.debug_tools.monitor.read:is_monitor_output",
     f"{_FINDINGS}:digest_monitor",
@@ -160,7 +156,6 @@ MONITOR = DebugTool(
 )
 SANITIZER = DebugTool(
     "sanitizer",
-    "SANITIZER",
     "file",
     "npuwatch.debug_tools.sanitizer.read:is_report_file",
     f"{_FINDINGS}:digest_sanitizer",
@@ -168,7 +163,6 @@ SANITIZER = DebugTool(
 )
 MSAICERR = DebugTool(
     "msaicerr",
-    "SANITIZER",
     "subfolder",
     "npuwatch.debug_tools.sanitizer.read_msaicerr:is_msaicerr_output",
     f"{_FINDINGS}:digest_msaicerr",
