@@ -12,11 +12,7 @@ import pytest
 
 from npuwatch.agent.debug_digest import digest_in_child
 from npuwatch.agent.debug_stage import DebugImporter, DebugToolsPlan, rule_events
-from npuwatch.collector.debug_outputs import (
-    ImportedOutputs,
-    OutputTracker,
-    find_debug_outputs,
-)
+from npuwatch.collector.debug_outputs import find_debug_outputs, output_tracker
 from npuwatch.debug_tools import digest_output
 from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.findings import OutputDigest
@@ -58,11 +54,7 @@ class Rig:
 
         self.importer = DebugImporter(
             DebugToolsPlan((root,), scan_interval_s=0.05, settle_s=SETTLE),
-            OutputTracker(
-                find_debug_outputs,
-                ImportedOutputs(state / "debug-imported.json"),
-                SETTLE,
-            ),
+            output_tracker(state / "debug-imported.json", SETTLE),
             self.debug_metrics,
             "node-1",
             lambda *delivery: self.delivered.append(delivery),

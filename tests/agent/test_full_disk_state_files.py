@@ -14,9 +14,8 @@ import pytest
 
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
-from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
+from npuwatch.collector.profiling_runs import run_tracker
 from npuwatch.metrics import SelfMetrics
-from npuwatch.profiling.msprof import find_profile_runs
 from npuwatch.records import Record
 from npuwatch.sinks.prometheus.profiling_metrics import ProfilingMetrics
 from tests.agent.harness import wait_until
@@ -36,7 +35,7 @@ def importer(root: Path, state: Path, delivered: list[list[Record]]) -> Profilin
     metrics = SelfMetrics()
     return ProfilingImporter(
         ImportSettings((root,)),
-        RunTracker(find_profile_runs, ImportedRuns(state / "profiling-imported.json"), 60.0),
+        run_tracker(state / "profiling-imported.json", 60.0),
         ProfilingMetrics(metrics.registry),
         metrics,
         lambda key, folder, device, records: delivered.append(records),

@@ -14,7 +14,8 @@ import pytest
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.agent.profiling_stage import ImportSettings, ProfilingImporter
 from npuwatch.child_process import ChildStopped
-from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker, signature_of
+from npuwatch.collector.finished_outputs import signature_of
+from npuwatch.collector.profiling_runs import run_tracker
 from npuwatch.journal.documents import to_record
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.metrics import SelfMetrics
@@ -48,7 +49,7 @@ class Rig:
         self.delivered: list[tuple[str, Path, int | None, list[Record]]] = []
         self.importer = ProfilingImporter(
             ImportSettings((root,), scan_interval_s=0.05),
-            RunTracker(find_profile_runs, ImportedRuns(state / "imported.json"), SETTLE),
+            run_tracker(state / "imported.json", SETTLE),
             self.gauges,
             self.metrics,
             lambda *entry: self.delivered.append(entry),

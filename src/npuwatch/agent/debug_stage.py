@@ -26,8 +26,7 @@ from typing import Any
 from npuwatch.agent.debug_digest import digest_in_child
 from npuwatch.agent.rules_stage import event_row
 from npuwatch.child_process import ChildStopped
-from npuwatch.collector.debug_outputs import DebugOutput, OutputState, OutputTracker
-from npuwatch.collector.profiling_runs import Signature
+from npuwatch.collector.finished_outputs import Output, OutputState, OutputTracker, Signature
 from npuwatch.config import DebugToolsSection
 from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.findings import OutputDigest, entry_records
@@ -126,7 +125,7 @@ class DebugImporter:
                 imported += 1
         return imported
 
-    def _import(self, output: DebugOutput, signature: Signature) -> bool:
+    def _import(self, output: Output, signature: Signature) -> bool:
         before = self._tracker.imported.get(output.path)
         if before is None or not before.present:
             before = OutputState(output.kind, signature)

@@ -24,7 +24,8 @@ from pathlib import Path
 from npuwatch.agent.profiling_digest import RunDigest, digests_in_child
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.child_process import ChildStopped
-from npuwatch.collector.profiling_runs import RunTracker, Signature
+from npuwatch.collector.finished_outputs import OutputState, OutputTracker, Signature
+from npuwatch.collector.profiling_runs import PROFILING
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.telemetry import profiling_records
 from npuwatch.records import Record
@@ -52,7 +53,7 @@ class ProfilingImporter:
     def __init__(
         self,
         settings: ImportSettings,
-        tracker: RunTracker,
+        tracker: OutputTracker,
         profiling_metrics: ProfilingMetrics,
         metrics: SelfMetrics,
         deliver: Deliver | None,
@@ -89,15 +90,16 @@ class ProfilingImporter:
     def scan(self) -> int:
         """Import every run that is ready now; the number imported."""
         imported = 0
-        for run, signature in self._tracker.ready(self.settings.roots, self._wall()):
+        ready, _ = self._tracker.ready(self.settings.roots, self._wall())
+        for output, signature in ready:
             if self._stop.is_set():
                 break
             try:
-                if self._import(run, signature):
+                if self._import(output.path, signature):
                     imported += 1
             except ChildStopped:
                 break  # the agent is stopping: nothing is recorded, the next start reads it
-            self._tracker.done(run, signature)
+            self._tracker.done(output.path, OutputState(PROFILING, signature))
         return imported
 
     def _import(self, folder: Path, signature: Signature) -> bool:

@@ -32,10 +32,10 @@ from npuwatch.agent.queue import ByteQueue, QueueStopped
 from npuwatch.agent.reader import ReaderStage, ReaderTiming
 from npuwatch.agent.rules_stage import END, RulesStage
 from npuwatch.agent.topology import SectionChange, Topology, changes
-from npuwatch.collector.debug_outputs import ImportedOutputs, OutputTracker, find_debug_outputs
+from npuwatch.collector.debug_outputs import output_tracker
 from npuwatch.collector.npu_smi_command import run_npu_smi
 from npuwatch.collector.npu_smi_poller import NpuSmiPoller
-from npuwatch.collector.profiling_runs import ImportedRuns, RunTracker
+from npuwatch.collector.profiling_runs import run_tracker
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, StopReading
 from npuwatch.collector.watch import FileWatcher
@@ -49,7 +49,6 @@ from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.private_files import private_directory
 from npuwatch.problems import Problems
-from npuwatch.profiling.msprof.layout import find_profile_runs
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet, load_rules, rule_files
@@ -190,11 +189,7 @@ class Agent:
         state = topology.state_directory
         return ProfilingImporter(
             ImportSettings(profiling.folders, scan_interval_s=profiling.scan_interval_s),
-            RunTracker(
-                find_profile_runs,
-                ImportedRuns(state / "profiling-imported.json"),
-                settle_s=profiling.settle_s,
-            ),
+            run_tracker(state / "profiling-imported.json", profiling.settle_s),
             figures,
             self.metrics,
             self._journal_profiling_records if profiling.journal else None,
@@ -207,11 +202,7 @@ class Agent:
         plan = topology.debug_tools
         state = topology.state_directory
         figures = DebugMetrics(self.metrics.registry)
-        tracker = OutputTracker(
-            find_debug_outputs,
-            ImportedOutputs(state / "debug-imported.json"),
-            settle_s=plan.settle_s,
-        )
+        tracker = output_tracker(state / "debug-imported.json", plan.settle_s)
         importer = DebugImporter(
             plan,
             tracker,

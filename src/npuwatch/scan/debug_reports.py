@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npuwatch.collector.debug_outputs import DebugOutput, find_debug_outputs, output_signature
+from npuwatch.collector.debug_outputs import find_debug_outputs
+from npuwatch.collector.finished_outputs import Output, signature_of
 from npuwatch.debug_tools import MSAICERR, SANITIZER, digest_output
 from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.sanitizer.read import is_report_alone, starts_like_report
@@ -28,12 +29,12 @@ SCANNED_KINDS = (SANITIZER.kind, MSAICERR.kind)
 tables of a training run, for `npuwatch precision|monitor summary`."""
 
 
-def reports_in(root: Path) -> list[DebugOutput]:
+def reports_in(root: Path) -> list[Output]:
     """The msSanitizer reports and msaicerr folders at or under `root`, in path order."""
     if root.is_dir():
         return find_debug_outputs(root, SCANNED_KINDS)
     if starts_like_report(root):
-        return [DebugOutput(SANITIZER.kind, root)]
+        return [Output(SANITIZER.kind, root)]
     return []
 
 
@@ -42,7 +43,7 @@ _LOOKED_AT_BYTES = 16 << 20
 output that holds one has its own lines from the start)."""
 
 
-def report_alone(output: DebugOutput) -> bool:
+def report_alone(output: Output) -> bool:
     """Whether the output holds nothing but the tool's own lines (an msaicerr folder, a report
     file of msSanitizer's lines alone): its lines are then not also read as log lines."""
     if output.kind != SANITIZER.kind:
@@ -54,7 +55,7 @@ def report_alone(output: DebugOutput) -> bool:
 
 
 def scan_report(
-    output: DebugOutput,
+    output: Output,
     aggregator: ScanAggregator,
     host: str | None,
     engine: RuleEngine | None,
@@ -63,7 +64,7 @@ def scan_report(
     # Imported here: most trees hold no report, and every scan would pay for the summaries.
     from npuwatch.debug_tools.findings import entry_records  # noqa: PLC0415
 
-    signature = output_signature(output.path)
+    signature = signature_of(output.path)
     if signature is None:
         aggregator.add_problem(f"cannot read {output.path}: it vanished while being scanned")
         return
