@@ -24,7 +24,7 @@ RUNTIME = ("agent", "collector", "journal", "sinks", "service", "cluster", "comm
 COMMANDS_ONLY = ("scan", "doctor")
 PURE = (*RUNTIME, *COMMANDS_ONLY, "correlation")
 RULES: dict[str, tuple[str, ...]] = {
-    "parsers": PURE,
+    "parsers": (*PURE, "debug_tools", "profiling"),
     "rules": PURE,
     # The debugging tools' and profilers' readers are pure functions of bytes, like parsers.
     "debug_tools.*.read*": PURE,

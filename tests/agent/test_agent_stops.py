@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.debug_tools.entries import DEBUG_KIND
+from npuwatch.parsers.debug_entries import DEBUG_KIND
 from tests.agent.harness import append, plog_line, plog_path, wait_until
 from tests.agent.journaled import journal_lines as journaled_lines
 from tests.agent.telemetry_agent import entries_by_kind

@@ -17,8 +17,8 @@ import pytest
 from npuwatch.agent.runtime import Agent
 from npuwatch.agent.topology import build
 from npuwatch.config import Config
-from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.journal.reader import JournalReader, Position
+from npuwatch.parsers.debug_entries import DEBUG_KIND
 from tests.agent.telemetry_agent import entries_by_kind
 from tests.conftest import FIXTURES, REPO
 

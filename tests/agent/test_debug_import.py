@@ -14,10 +14,10 @@ from npuwatch.agent.debug_digest import digest_in_child
 from npuwatch.agent.debug_stage import DebugImporter, DebugToolsPlan, rule_events
 from npuwatch.collector.debug_outputs import find_debug_outputs, output_tracker
 from npuwatch.debug_tools import digest_output
-from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.findings import OutputDigest
 from npuwatch.handoff import EventRow
 from npuwatch.metrics import SelfMetrics
+from npuwatch.parsers.debug_entries import DEBUG_KIND
 from npuwatch.parsers.telemetry import telemetry_record
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.debug_tools.entries import DEBUG_KIND
+from npuwatch.parsers.debug_entries import DEBUG_KIND
 from tests.agent.harness import plog_line, wait_until
 from tests.agent.telemetry_agent import entries_by_kind
 from tests.agent.test_agent_process import journal_lines, start_agent, stop

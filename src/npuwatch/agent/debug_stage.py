@@ -4,7 +4,7 @@ ascend_precision_* / ascend_monitor_* / ascend_sanitizer_* metrics.
 
 A thread of its own that wakes every `scan_interval`, as the profiling importer does: an
 output is read by a child process (`debug_digest`), so the agent never loads pandas. Each
-finding becomes a journal entry (debug_tools/entries.py), shipped to
+finding becomes a journal entry (parsers/debug_entries.py), shipped to
 logs-ascend.debug-<namespace>; the entries of one output also go through the rules (a fresh
 engine over the agent's current rule set: they are not log lines the rules thread reads), whose
 events are journaled with them. An output imported again (it changed) adds only the findings
@@ -28,9 +28,9 @@ from npuwatch.agent.rules_stage import event_row
 from npuwatch.child_process import ChildStopped
 from npuwatch.collector.finished_outputs import Output, OutputState, OutputTracker, Signature
 from npuwatch.config import DebugToolsSection
-from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.findings import OutputDigest, entry_records
 from npuwatch.handoff import EventRow
+from npuwatch.parsers.debug_entries import DEBUG_KIND
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet

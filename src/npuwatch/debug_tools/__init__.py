@@ -9,7 +9,8 @@
   an output is;
 - what they share: `table_files` (the rows of a .csv or .xlsx with their numbers),
   `cell_values` (placeholder cells, numbers, texts, verdicts), `findings` (an output's findings
-  as journal entries and the metrics' figures), `entries` (those entries as records).
+  as journal entries and the metrics' figures; `npuwatch.parsers.debug_entries` reads those
+  entries back as records, as the journal and the sinks do).
 
 msOpProf, a profiler, is under `npuwatch.profiling.opprof`. The readers (`*/read*`) are pure
 functions of a path's bytes, like `npuwatch.parsers`: they never raise on a damaged file, and

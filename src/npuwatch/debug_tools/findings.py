@@ -1,7 +1,7 @@
 """The findings of one debugging-tool output, as journal entries and the metrics' figures.
 
 What `npuwatch precision|monitor|sanitizer summary` find in an output, cut into the entries the
-agent journals (debug_tools/entries.py) and `scan` reports beside the logs: each entry
+agent journals (parsers/debug_entries.py) and `scan` reports beside the logs: each entry
 has a `key` that names what it is about (so that an output imported again adds only new
 findings), and the figures the metrics show (sinks/prometheus/debug_metrics.py). The agent works
 this out in a child process (agent/debug_digest.py), so that it never loads pandas; `scan`, a
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npuwatch.debug_tools.entries import (
+from npuwatch.parsers.debug_entries import (
     MONITOR_LOGGER,
     PRECISION_LOGGER,
     SANITIZER_LOGGER,

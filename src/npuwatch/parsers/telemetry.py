@@ -1,5 +1,5 @@
 """Telemetry entries: device readings, profiling operators and the debugging tools' findings
-(debug_tools/entries.py), kept in the journal as records.
+(parsers/debug_entries.py), kept in the journal as records.
 
 The journal stores a record as its original text plus the few fields queries filter on. A log
 record's original is the line it was read from; a telemetry entry has no line, so its original
@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from npuwatch.debug_tools.entries import DEBUG_KIND, debug_record
 from npuwatch.json_input import load_json
+from npuwatch.parsers.debug_entries import DEBUG_KIND, debug_record
 from npuwatch.parsers.npu_smi import NpuChip, NpuProcess, NpuSmiReport
 from npuwatch.records import Record
 

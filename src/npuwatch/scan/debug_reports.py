@@ -17,8 +17,8 @@ from pathlib import Path
 from npuwatch.collector.debug_outputs import find_debug_outputs
 from npuwatch.collector.finished_outputs import Output, signature_of
 from npuwatch.debug_tools import MSAICERR, SANITIZER, digest_output
-from npuwatch.debug_tools.entries import DEBUG_KIND
 from npuwatch.debug_tools.sanitizer.read import is_report_alone, starts_like_report
+from npuwatch.parsers.debug_entries import DEBUG_KIND
 from npuwatch.records import SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.scan.aggregate import ScanAggregator

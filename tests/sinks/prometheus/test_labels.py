@@ -3,7 +3,7 @@ small enough to be labels."""
 
 from __future__ import annotations
 
-from npuwatch.debug_tools.entries import LOGGERS as DEBUG_LOGGERS
+from npuwatch.parsers.debug_entries import LOGGERS as DEBUG_LOGGERS
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
 from npuwatch.sinks.prometheus.labels import (
     CANN_CODES,

@@ -27,7 +27,7 @@ from opensearchpy.exceptions import TransportError
 
 from npuwatch.collector.debug_outputs import find_debug_outputs
 from npuwatch.debug_tools import digest_output
-from npuwatch.debug_tools.entries import DEBUG_KIND, LOGGERS
+from npuwatch.parsers.debug_entries import DEBUG_KIND, LOGGERS
 from npuwatch.sinks.search.engine import SearchEngine, status_of
 from npuwatch.sinks.search.streams import events_stream, record_stream
 from tests.conftest import FIXTURES, REPO
