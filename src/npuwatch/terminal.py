@@ -24,10 +24,8 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from typing import Any, TextIO, cast
-
-from npuwatch.records import EPOCH
 
 _RESET = "\033[0m"
 _LEVEL_COLOURS = {
@@ -215,5 +213,8 @@ def format_datetime(epoch_us: int | None, zone: tzinfo) -> str:
     """A short local time for reports: `2025-05-08 09:56:18.522`."""
     if epoch_us is None:
         return "-"
-    moment: datetime = (EPOCH + timedelta(microseconds=epoch_us)).astimezone(zone)
+    # From whole seconds, so that no float rounds the microseconds (and no import of records:
+    # grep prints through this module and starts without dataclasses).
+    seconds, micros = divmod(epoch_us, 1_000_000)
+    moment = datetime.fromtimestamp(seconds, zone).replace(microsecond=micros)
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
