@@ -72,11 +72,10 @@ import npuwatch
 from npuwatch.agent.collective_stage import CollectiveSettings, CollectiveWatch, JournalStates
 from npuwatch.agent.journal_stage import JournalStage, JournalTiming
 from npuwatch.agent.queue import ByteQueue
-from npuwatch.handoff import JournalWork
 from npuwatch.cluster.reader import IngestReader
+from npuwatch.handoff import JournalWork, StateRow
 from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.handoff import StateRow
 from npuwatch.journal.store import Journal, JournalSettings
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers import LocalClock, StreamParser

@@ -7,16 +7,15 @@ from __future__ import annotations
 import os
 from datetime import timezone
 from functools import cache
-from pathlib import Path
 
 from npuwatch.correlation.incident import Incident
 from npuwatch.correlation.kinds import KINDS
 from npuwatch.correlation.report_text import render_incidents
 from npuwatch.scan.tree import scan_tree
 from npuwatch.terminal import Palette
-from tests.conftest import FIXTURES, utc_clock
+from tests.conftest import FIXTURES, REPO, utc_clock
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "incident-kinds.md"
+DOC = REPO / "docs" / "incident-kinds.md"
 BEGIN = "<!-- examples: begin (tests/correlation/test_kind_examples.py) -->"
 END = "<!-- examples: end -->"
 SHOWN = ("Incident 1", "  root cause", "  why", "  check first")

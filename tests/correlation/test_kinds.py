@@ -4,12 +4,12 @@ the same decision, and documented in docs/incident-kinds.md row for row."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from npuwatch.correlation.incident import Incident
 from npuwatch.correlation.kinds import KIND_OF_CODE, KINDS
+from tests.conftest import REPO
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "incident-kinds.md"
+DOC = REPO / "docs" / "incident-kinds.md"
 
 
 def test_every_kind_has_one_row_in_the_documentation_with_its_code_meaning_and_check() -> None:

@@ -95,6 +95,16 @@ def test_a_log_that_only_mentions_the_markers_later_is_still_a_log(tmp_path: Pat
     assert result.modules["GE"] == 200
 
 
+def test_a_report_of_markers_alone_is_read_as_a_log_and_counted_once(tmp_path: Path) -> None:
+    # A clean run's banner, or a log that holds nothing but the tool's markers: no finding to
+    # fold in, so the file is the log it also is (found by the tree fuzzer: it was not counted).
+    (tmp_path / "plog-4100_20250914093300120.log").write_bytes(b"")
+    markers = tmp_path / "plog-4242_20250914093300120.log"
+    markers.write_bytes(b"[mssanitizer]\n")
+    result = scan_tree(tmp_path, utc_clock())
+    assert (result.files, result.bytes, result.lines) == (2, markers.stat().st_size, 1)
+
+
 def test_scan_command_reports_the_kernel_errors_and_exits_1(tmp_path: Path) -> None:
     root = job_tree(tmp_path)
     done = run_npuwatch("scan", str(root))

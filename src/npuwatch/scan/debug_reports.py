@@ -59,24 +59,25 @@ def scan_report(
     aggregator: ScanAggregator,
     host: str | None,
     engine: RuleEngine | None,
-) -> None:
-    """Fold the findings of one report into the scan (and its rule events into `engine`'s)."""
+) -> bool:
+    """Fold the findings of one report into the scan (and its rule events into `engine`'s);
+    False when it holds none, nor a problem: the markers alone."""
     # Imported here: most trees hold no report, and every scan would pay for the summaries.
     from npuwatch.debug_tools.findings import entry_records  # noqa: PLC0415
 
     signature = signature_of(output.path)
     if signature is None:
         aggregator.add_problem(f"cannot read {output.path}: it vanished while being scanned")
-        return
+        return True
     try:
         digest = digest_output(output.kind, output.path)
     except Exception as error:  # a report the parser could not make sense of: say so, go on
         aggregator.add_problem(f"cannot read the {output.kind} output {output.path}: {error}")
-        return
+        return True
     for problem in digest.problems:
         aggregator.add_problem(f"{output.path.parent}/{problem}")
     if not digest.entries and not digest.problems:
-        return  # the markers alone: a log that quotes them, read as a log
+        return False  # the markers alone: a log that quotes them, read as a log
     entries = sorted(digest.entries, key=lambda entry: entry.get("line") or 0)
     records = entry_records(entries, signature.newest_ns // 1000, 0)
     source = SourceInfo(path=str(output.path), host=host, kind=DEBUG_KIND)
@@ -93,3 +94,4 @@ def scan_report(
         stream = engine.stream(source)
         engine.process(records, stream)
         stream.close()
+    return True

@@ -66,16 +66,56 @@ def scan_tree(
     report_files = {output.path for output in reports if report_alone(output)}
     files = [path for path in files if path not in report_files]
     collectives = CollectiveScan()
+    reader = _LogReader(aggregator, collectives, engine, clock)
+
+    def host_at(path: Path) -> str | None:
+        return host_of(base, path, known) if known else host
+
     done_bytes = 0
     for index, path in enumerate(files, 1):
+        done_bytes += reader.read(path, path == root, host_at(path))
+        if progress is not None:
+            progress(index, len(files), done_bytes)
+    for output in reports:
+        found = scan_report(output, aggregator, host_at(output.path), engine)
+        if not found and output.path in report_files:
+            # The markers alone (a banner, a clean run): nothing of the tool's to fold in, so
+            # the file is read as the log it also is, and counted once.
+            reader.read(output.path, output.path == root, host_at(output.path))
+    result = aggregator.finish()
+    result.incidents = collectives.incidents()
+    if engine is not None:
+        result.events = engine.flush()
+        result.rules_applied = True
+    return result
+
+
+class _LogReader:
+    """Reads one log file into the aggregator, the cross-device part and the rules."""
+
+    def __init__(
+        self,
+        aggregator: ScanAggregator,
+        collectives: CollectiveScan,
+        engine: RuleEngine | None,
+        clock: LocalClock,
+    ) -> None:
+        self._aggregator = aggregator
+        self._collectives = collectives
+        self._engine = engine
+        self._clock = clock
+
+    def read(self, path: Path, named: bool, host: str | None) -> int:
+        """The file's bytes read (0 when it could not be read, which is said as a problem)."""
+        aggregator, collectives, engine = self._aggregator, self._collectives, self._engine
         try:
-            with open_binary(path, named=path == root) as handle:
+            with open_binary(path, named=named) as handle:
                 status = os.fstat(handle.fileno())
                 size = status.st_size
                 parser = StreamParser(
-                    clock,
+                    self._clock,
                     path=str(path),
-                    host=host_of(base, path, known) if known else host,
+                    host=host,
                     reference_us=year_reference_us(handle, status.st_mtime_ns // 1000),
                     batch_index=engine is not None,
                 )
@@ -95,18 +135,7 @@ def scan_tree(
             if engine is not None and stream is not None:
                 engine.process(records, stream, hints=parser.last_batch)
                 stream.close()
-            done_bytes += size
+            return size
         except OSError as error:
             aggregator.add_problem(f"cannot read {path}: {error.strerror or error}")
-        if progress is not None:
-            progress(index, len(files), done_bytes)
-    for output in reports:
-        scan_report(
-            output, aggregator, host_of(base, output.path, known) if known else host, engine
-        )
-    result = aggregator.finish()
-    result.incidents = collectives.incidents()
-    if engine is not None:
-        result.events = engine.flush()
-        result.rules_applied = True
-    return result
+            return 0
