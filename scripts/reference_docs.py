@@ -6,13 +6,15 @@
 Every command's `--help` (argparse, at a fixed width), every configuration key with its default
 and meaning (the pydantic models' descriptions), every metric the agent and the correlator export
 (their collectors' own descriptions), every alert and recording rule (deploy/prometheus/), the
-record schema (the published model) and the incident document (one made by the correlator's own
-code, each key explained here: a key without an explanation stops the generation).
+record schema (the published model), the incident document (one made by the correlator's own
+code, each key explained here: a key without an explanation stops the generation) and the
+packages with the imports between them (read from the code, as tests/test_architecture.py does).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import os
 import sys
@@ -54,6 +56,7 @@ def pages() -> dict[str, str]:
         "alerts.md": alerts_page(),
         "records.md": records_page(),
         "incidents.md": incidents_page(),
+        "packages.md": packages_page(),
     }
 
 
@@ -315,6 +318,77 @@ def _incident_keys() -> list[str]:
     incident = Incident("errors_without_timeout", "", None, [], [], [], [], [], 0.0)
     document = incident_document("example", verdict(incident, provisional=True), None, 0, None)
     return list(document["ascend"]["incident"])
+
+
+# -- packages ----------------------------------------------------------------------------------
+
+PACKAGE = REPO / "src" / "npuwatch"
+NESTED = ("debug_tools", "profiling")
+"""Packages whose subpackages are parts of their own (one per tool a user names)."""
+LIVE = ("collector", "parsers", "rules", "journal", "sinks", "agent", "service", "cluster")
+
+
+def part_of(module: str) -> str:
+    """The part a module belongs to: its package under npuwatch (`debug_tools/precision` for the
+    tools' packages), `cli`, or `modules` for the single modules every part may use."""
+    names = module.split(".")[1:]
+    if not names:
+        return "modules"
+    if (PACKAGE / names[0]).is_dir():
+        if names[0] in NESTED and len(names) > 1 and (PACKAGE / names[0] / names[1]).is_dir():
+            return f"{names[0]}/{names[1]}"
+        return names[0]
+    return names[0] if names[0] in ("cli", "__main__") else "modules"
+
+
+def package_arrows() -> dict[str, set[str]]:
+    """Each part and the parts its modules import (at the top or inside a function)."""
+    arrows: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        part = part_of(".".join(relative.parts).removesuffix(".__init__"))
+        imported = arrows.setdefault(part, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [str(node.module)]
+            else:
+                continue
+            imported.update(part_of(n) for n in names if n.startswith("npuwatch."))
+        imported.discard(part)
+    return arrows
+
+
+def packages_page() -> str:
+    arrows = package_arrows()
+    ids = {part: part.replace("/", "_") for part in arrows}
+    graph = ["```mermaid", "flowchart TD"]
+    for part in sorted(arrows):
+        graph.append(f'    {ids[part]}["{part}"]')
+    for part in sorted(arrows):
+        shown = sorted(arrows[part] - {"modules"})  # every part uses them: in the table only
+        graph.extend(f"    {ids[part]} --> {ids[target]}" for target in shown)
+    graph.append("```")
+    rows = [
+        f"| `{part}` | {'live pipeline' if part in LIVE else ''} | "
+        f"{', '.join(f'`{target}`' for target in sorted(arrows[part])) or '—'} |"
+        for part in sorted(arrows)
+    ]
+    return (
+        "# Packages and the imports between them\n\n"
+        + GENERATED
+        + "\nEach part of `src/npuwatch/` and the parts it imports, read from every import of the "
+        "code (also those inside a function). `modules` are the single modules every part may "
+        "use (`records.py`, `vocabulary.py`, `terminal.py`, …): the picture leaves their arrows out, "
+        "the table has them. Made by "
+        "`python scripts/reference_docs.py`; the rules these arrows keep are in "
+        "[the architecture](../architecture.md) and held by `tests/test_architecture.py`.\n\n"
+        + "\n".join(graph)
+        + "\n\n| part | | imports |\n|---|---|---|\n"
+        + "\n".join(rows)
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
