@@ -380,8 +380,8 @@ def packages_page() -> str:
         + GENERATED
         + "\nEach part of `src/npuwatch/` and the parts it imports, read from every import of the "
         "code (also those inside a function). `modules` are the single modules every part may "
-        "use (`records.py`, `vocabulary.py`, `terminal.py`, …): the picture leaves their arrows out, "
-        "the table has them. Made by "
+        "use (`records.py`, `vocabulary.py`, `terminal.py`, …): the picture leaves their arrows "
+        "out, the table has them. Made by "
         "`python scripts/reference_docs.py`; the rules these arrows keep are in "
         "[the architecture](../architecture.md) and held by `tests/test_architecture.py`.\n\n"
         + "\n".join(graph)
