@@ -38,7 +38,8 @@ from make_tree import _SINGLE_LINE_TEMPLATES, _header
 from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.parsers import LocalClock, StreamParser, resolve_timezone
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.records import Flag
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -93,11 +93,14 @@ from pathlib import Path
 from typing import Any
 
 import npuwatch
-from npuwatch.correlation import Correlator, Incident
+from npuwatch.correlation.correlator import Correlator
+from npuwatch.correlation.incident import Incident
 from npuwatch.gc_tuning import tune_garbage_collector
-from npuwatch.parsers import LocalClock, StreamParser, first_pass
+from npuwatch.parsers import first_pass
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.selection import host_positions
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock
 
 NPUS = 16
 TP_SIZE = 8

@@ -78,8 +78,9 @@ from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.store import Journal, JournalSettings
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import LocalClock, StreamParser
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import Record, SourceInfo
 from npuwatch.sinks.follower import JournalFollower
 from npuwatch.sinks.search.dead_letters import DeadLetters

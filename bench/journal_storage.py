@@ -35,8 +35,8 @@ from npuwatch.gc_tuning import tune_garbage_collector
 from npuwatch.journal.block import encode_block
 from npuwatch.journal.rows import FileSource
 from npuwatch.journal.segment import BlockToWrite, Segment
-from npuwatch.parsers import LocalClock, StreamParser
-from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.records import Record
 from npuwatch.untrusted_files import open_binary
 

@@ -30,8 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_tree import write_tree
 from npuwatch.collector.files import CHUNK_BYTES, line_chunks, read_chunks
 from npuwatch.gc_tuning import tune_garbage_collector
-from npuwatch.parsers import LocalClock, StreamParser, first_pass
+from npuwatch.parsers import first_pass
 from npuwatch.parsers.first_pass import scan_chunk_python
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import default_locations, load_rules
 from npuwatch.untrusted_files import open_binary

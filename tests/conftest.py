@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.parsers import LocalClock, parse_bytes
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import Record
 from tests.opensearch_node.launcher import RunningNode, start_node
 from tests.real_servers import real_server, unmarked_real_server_tests

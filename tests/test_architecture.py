@@ -185,3 +185,38 @@ def test_the_check_would_catch_a_forbidden_import(
     target.write_text(f"{line}\n", encoding="utf-8")
     monkeypatch.setattr(__import__(__name__, fromlist=["PACKAGE"]), "PACKAGE", package)
     assert broken_rules() == [expected]
+
+
+def imported_names(path: Path) -> dict[str, str]:
+    """The npuwatch names a module imports at its top (or under `if TYPE_CHECKING`), each with
+    the module it imports it from."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = [*tree.body, *(n for s in tree.body if isinstance(s, ast.If) for n in s.body)]
+    return {
+        alias.asname or alias.name: str(node.module)
+        for node in nodes
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("npuwatch.")
+        for alias in node.names
+    }
+
+
+def re_exports_used() -> list[str]:
+    """Every `from npuwatch.M import n` of the package, the tests, bench/ and scripts/ where M
+    does not define `n` but imports it: a name that should be imported from where it lives."""
+    files = dict(modules())
+    found = []
+    for root in ("src", "tests", "bench", "scripts", "fixtures"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or node.module not in files:
+                    continue
+                imported = imported_names(files[node.module])
+                for alias in node.names:
+                    if alias.name in imported and f"{node.module}.{alias.name}" not in files:
+                        where = path.relative_to(REPO)
+                        found.append(f"{where}:{node.lineno}: {node.module}.{alias.name}")
+    return found
+
+
+def test_every_name_is_imported_from_the_module_that_defines_it() -> None:
+    assert re_exports_used() == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from npuwatch.setting_values import check_namespace, command_words, listen_address
-from npuwatch.sinks.prometheus import DEFAULT_LISTEN
+from npuwatch.sinks.prometheus.exporter import DEFAULT_LISTEN
 
 
 def test_a_configured_command_is_split_like_a_shell_would() -> None:

@@ -18,7 +18,8 @@ from npuwatch.config import Config
 from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
-from npuwatch.profiling.msprof import load_profiles, operator_table
+from npuwatch.profiling.msprof.operators import operator_table
+from npuwatch.profiling.msprof.run import load_profiles
 from tests.conftest import FIXTURES
 from tests.npu_smi_samples import FAKE_NPU_SMI, load_doc_samples
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from npuwatch.agent.collective_stage import CollectiveSettings, CollectiveWatch
 from npuwatch.handoff import EventRow, StateRow
-from npuwatch.parsers import LocalClock, parse_bytes
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent, Fact
 from npuwatch.parsers.hccl.shipped import (
@@ -19,6 +18,8 @@ from npuwatch.parsers.hccl.shipped import (
     heartbeat_document_id,
     process_document_id,
 )
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import Record
 from tests.conftest import TREES
 

@@ -20,7 +20,9 @@ from npuwatch.journal.documents import to_record
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.metrics import SelfMetrics
 from npuwatch.parsers.telemetry import PROFILING_KIND
-from npuwatch.profiling.msprof import find_profile_runs, load_profiles, operator_table
+from npuwatch.profiling.msprof.layout import find_profile_runs
+from npuwatch.profiling.msprof.operators import operator_table
+from npuwatch.profiling.msprof.run import load_profiles
 from npuwatch.profiling.steps import rank_steps
 from npuwatch.record_schema import LogRecord
 from npuwatch.records import Record

@@ -17,8 +17,8 @@ from npuwatch.handoff import JournalWork
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import LocalClock, StreamParser
-from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import default_locations, load_rules
 

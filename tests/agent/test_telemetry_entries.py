@@ -14,7 +14,8 @@ import pytest
 
 from npuwatch.parsers.npu_smi import parse_npu_smi
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
-from npuwatch.profiling.msprof import load_profiles, operator_table
+from npuwatch.profiling.msprof.operators import operator_table
+from npuwatch.profiling.msprof.run import load_profiles
 from tests.agent.telemetry_agent import (
     PROFILING_RUNS,
     SAMPLE,

@@ -18,10 +18,11 @@ from npuwatch.agent.topology import build
 from npuwatch.config import load_config
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import LocalClock, parse_bytes
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent
 from npuwatch.parsers.hccl.shipped import process_document_id
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock
 from tests.agent.harness import wait_until
 from tests.conftest import REPO
 

@@ -39,8 +39,9 @@ from npuwatch.collector.discovery import FileFilter
 from npuwatch.journal.reader import JournalReader
 from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import list_segments
-from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.scan.hosts import collection_base, collection_hosts
 from npuwatch.sinks.search.engine import Connection, SearchEngine
 from npuwatch.sinks.search.engines import connect

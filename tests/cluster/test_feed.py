@@ -8,8 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from npuwatch.cluster.feed import CorrelationInput
-from npuwatch.correlation import Correlator
-from npuwatch.parsers import LocalClock, parse_bytes
+from npuwatch.correlation.correlator import Correlator
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact, ProcessKey
 from npuwatch.parsers.hccl.shipped import (
@@ -19,6 +18,8 @@ from npuwatch.parsers.hccl.shipped import (
     event_document_id,
     heartbeat_document_id,
 )
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock
 from tests.conftest import TREES
 
 TREE = TREES / "hccl-timeout"

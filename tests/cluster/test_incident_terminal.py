@@ -15,7 +15,7 @@ import pytest
 
 from npuwatch.cluster.incident_document import incident_document, incident_id, verdict
 from npuwatch.cluster.service import INCIDENTS_STREAM
-from npuwatch.parsers import LocalClock
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.scan.tree import scan_tree
 from npuwatch.sinks.search.engine import Connection
 from npuwatch.sinks.search.engines import connect

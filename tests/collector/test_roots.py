@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npuwatch.cann_roots import host_log_root
-from npuwatch.collector.roots import DEVICE_LOG_ROOT, discover_roots
-from npuwatch.config import SourcesSection
+from npuwatch.cann_roots import DEVICE_LOG_ROOT, host_log_root
+from npuwatch.collector.roots import discover_roots
+from npuwatch.config.sections import SourcesSection
 
 
 def homes(tmp_path: Path) -> dict[str, Path]:

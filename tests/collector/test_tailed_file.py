@@ -16,8 +16,8 @@ import pytest
 
 from npuwatch.collector.identity import FileIdentity, identify, mark_of
 from npuwatch.collector.tailed_file import ReadBatch, TailedFile, shown_path
-from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import ParseLimits
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import Flag
 from tests.agent.harness import plog_line
 

@@ -18,7 +18,7 @@ from npuwatch.collector.file_events import MOVE_GRACE_S
 from npuwatch.collector.tailed_file import ReadBatch
 from npuwatch.collector.tailer import FileGone, FileTailer, TailSettings
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import LocalClock
+from npuwatch.parsers.timestamps import LocalClock
 from tests.agent.harness import plog_line
 
 

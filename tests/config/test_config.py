@@ -9,25 +9,12 @@ import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 import npuwatch.config
-from npuwatch.config import (
-    AgentSection,
-    ByteSize,
-    Config,
-    ConfigError,
-    ConfigUnreadable,
-    ConsoleSinkSection,
-    Duration,
-    JournalSection,
-    PrometheusSinkSection,
-    RulesSection,
-    SearchSinkSection,
-    SourcesSection,
-    config_path_from,
-    example_config,
-    format_bytes,
-    format_duration,
-    load_config,
-)
+from npuwatch.config import Config, config_path_from, example_config, load_config
+from npuwatch.config.loading import ConfigError, ConfigUnreadable
+from npuwatch.config.sections import AgentSection, JournalSection, RulesSection, SourcesSection
+from npuwatch.config.sinks import ConsoleSinkSection, PrometheusSinkSection, SearchSinkSection
+from npuwatch.config.values import ByteSize, Duration
+from npuwatch.quantities import format_bytes, format_duration
 
 NO_ENVIRONMENT: dict[str, str] = {}
 

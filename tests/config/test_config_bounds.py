@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from npuwatch.config import Config, ConfigError, load_config
+from npuwatch.config import Config, load_config
+from npuwatch.config.loading import ConfigError
 from tests.npuwatch_command import clean_environment, run_npuwatch
 
 NUMBER_TYPES = (int, float)

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from npuwatch.correlation import Correlator, Incident
+from npuwatch.correlation.correlator import Correlator
+from npuwatch.correlation.incident import Incident
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact, ProcessKey
 
 T0 = 1_765_400_000_000_000  # µs

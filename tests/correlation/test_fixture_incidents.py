@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from npuwatch.correlation import Correlator
+from npuwatch.correlation.correlator import Correlator
 from npuwatch.correlation.kinds import KINDS
-from npuwatch.parsers import StreamParser
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.scan.tree import scan_tree
 from tests.conftest import FIXTURES, TREES, utc_clock
 from tests.golden_files import golden_text

@@ -22,10 +22,10 @@ from npuwatch.journal.block import decode_block
 from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import LocalClock, ParseLimits, StreamParser, parse_bytes
 from npuwatch.parsers.decoding import cut_line, decode_line
 from npuwatch.parsers.paths import describe_path
-from npuwatch.parsers.timestamps import first_full_date_us
+from npuwatch.parsers.stream import ParseLimits, StreamParser, parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, first_full_date_us
 from npuwatch.record_schema import LogRecord
 from npuwatch.records import Flag, Record
 from npuwatch.rules.engine import RuleEngine

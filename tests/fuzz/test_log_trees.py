@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from npuwatch.commands.argument_types import LARGEST_CONTEXT
-from npuwatch.parsers import parse_bytes
+from npuwatch.parsers.stream import parse_bytes
 from tests.conftest import utc_clock
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.contract import assert_kept_the_contract, run_in_process

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from npuwatch.handoff import Checkpoint, EventRow
 from npuwatch.journal.block import encode_block
-from npuwatch.journal.rows import StoredRecord
-from npuwatch.journal.segment import BlockToWrite, FileSource
-from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
+from npuwatch.journal.rows import FileSource, StoredRecord
+from npuwatch.journal.segment import BlockToWrite
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.records import Record
 
 PLOG_PATH = "/x/debug/plog/plog-123_20250914093300120.log"

@@ -21,9 +21,11 @@ from pathlib import Path
 from npuwatch.agent.rules_stage import event_row
 from npuwatch.handoff import Checkpoint, EventRow
 from npuwatch.journal.block import encode_block
-from npuwatch.journal.segment import BlockToWrite, FileSource
+from npuwatch.journal.rows import FileSource
+from npuwatch.journal.segment import BlockToWrite
 from npuwatch.journal.store import CommitBatch, Journal, list_segments
-from npuwatch.parsers import LocalClock, StreamParser, resolve_timezone
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.records import Record, SourceInfo
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import RuleSet, default_locations, load_rules

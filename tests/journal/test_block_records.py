@@ -11,8 +11,9 @@ import pytest
 from npuwatch.journal import documents
 from npuwatch.journal.documents import to_record, to_records
 from npuwatch.journal.rows import FileSource
-from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
 from npuwatch.parsers.paths import describe_path
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from tests.conftest import real_log_files
 
 from .conftest import parse_plog, plog_line, stored

@@ -32,7 +32,8 @@ from npuwatch.journal.question import Question
 from npuwatch.journal.rows import FileSource, StoredRecord
 from npuwatch.journal.segment import Segment
 from npuwatch.journal.store import list_segments, segment_path
-from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from tests.journal.journal_builder import (
     JournalContents,
     LogFile,

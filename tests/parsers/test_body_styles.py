@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from tests.conftest import parse_one, real_log_files
 
 HEAD = "[INFO] MOD(5120,python3):2025-06-02-14:20:11.301.004 "

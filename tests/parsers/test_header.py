@@ -118,7 +118,8 @@ def test_mindspore_logger_keeps_pid_name_and_hex_thread() -> None:
 def test_time_is_read_in_the_configured_zone_and_stored_as_utc() -> None:
     from zoneinfo import ZoneInfo
 
-    from npuwatch.parsers import LocalClock, parse_bytes
+    from npuwatch.parsers.stream import parse_bytes
+    from npuwatch.parsers.timestamps import LocalClock
 
     line = b"[INFO] GE(1,p):2025-03-11-16:12:40.117.305 [a.cc:1]1 F:x\n"
     shanghai = parse_bytes(line, LocalClock(ZoneInfo("Asia/Shanghai")))[0]

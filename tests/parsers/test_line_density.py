@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import npuwatch.parsers.first_pass as first_pass_module
-from npuwatch.parsers import StreamParser
 from npuwatch.parsers.first_pass import NATIVE, scan_chunk, scan_chunk_python
 from npuwatch.parsers.slog import SlogRecord
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.records import SourceInfo
 from tests.conftest import utc_clock
 from tests.npuwatch_command import clean_environment

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from npuwatch.parsers import ParseLimits, StreamParser, parse_bytes
+from npuwatch.parsers.stream import ParseLimits, StreamParser, parse_bytes
 from npuwatch.records import Flag
 from tests.conftest import parse, utc_clock
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from npuwatch.parsers import LocalClock, parse_bytes
-from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 
 UTC = LocalClock(resolve_timezone("UTC"))
 HEAD = "[{level}] {module}({pid},python3):2025-09-14-09:3{minute}:00.120.000 [x.cc:1][{pid}]"

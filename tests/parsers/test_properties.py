@@ -8,10 +8,10 @@ import itertools
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from npuwatch.parsers import ParseLimits, StreamParser, parse_bytes
 from npuwatch.parsers.decoding import decode_line
 from npuwatch.parsers.first_pass import NATIVE, scan_chunk, scan_chunk_python
 from npuwatch.parsers.slog import SlogRecord
+from npuwatch.parsers.stream import ParseLimits, StreamParser, parse_bytes
 from npuwatch.record_schema import LogRecord
 from npuwatch.records import SourceInfo
 from tests.conftest import utc_clock

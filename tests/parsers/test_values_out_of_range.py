@@ -12,9 +12,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from npuwatch.bounded_numbers import LARGEST, fitting_int
-from npuwatch.parsers import parse_bytes
 from npuwatch.parsers.first_pass import NATIVE, scan_chunk, scan_chunk_python
 from npuwatch.parsers.slog import SlogRecord
+from npuwatch.parsers.stream import parse_bytes
 from npuwatch.records import Flag, SourceInfo
 from tests.conftest import utc_clock
 from tests.npuwatch_command import run_npuwatch

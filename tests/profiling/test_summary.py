@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from npuwatch.profiling.msprof import ProfileRun, load_profile, load_profiles
+from npuwatch.profiling.msprof.run import ProfileRun, load_profile, load_profiles
 from npuwatch.profiling.steps import SLOW_RANK_RATIO
 from npuwatch.profiling.summary import (
     COPIES_COUNTED,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.parsers import StreamParser
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.examples import run_examples
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.parsers import StreamParser
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.record_schema import LogRecord
 from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine

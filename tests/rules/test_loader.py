@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.rules.loader import DEFAULT_PACKS, RuleLoadError, load_rules
+from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
+from npuwatch.rules.pack import RuleLoadError
 
 GOOD_RULE = """\
   - id: site.gpu-fan

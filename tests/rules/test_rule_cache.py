@@ -22,9 +22,9 @@ from npuwatch.default_paths import cache_folder
 from npuwatch.rules import pack_file, schema
 from npuwatch.rules.condition import MAX_TREE_DEPTH
 from npuwatch.rules.examples import run_examples
-from npuwatch.rules.loader import DEFAULT_PACKS, RuleLoadError, RuleSet, load_rules
+from npuwatch.rules.loader import DEFAULT_PACKS, RuleSet, load_rules
 from npuwatch.rules.model import Context, Dedupe, Example, Examples, RuleSpec, Threshold
-from npuwatch.rules.pack import Pack
+from npuwatch.rules.pack import Pack, RuleLoadError
 from npuwatch.rules.rule_cache import RuleCache
 from tests.conftest import FIXTURES, parse
 

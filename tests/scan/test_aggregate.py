@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.parsers import StreamParser
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.parsers.timestamps import year_of
 from npuwatch.scan.aggregate import ScanAggregator
 from npuwatch.scan.text import render_scan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from npuwatch.parsers import StreamParser
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.events import Event
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules

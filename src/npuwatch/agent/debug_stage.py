@@ -27,7 +27,7 @@ from npuwatch.agent.debug_digest import digest_in_child
 from npuwatch.agent.rules_stage import event_row
 from npuwatch.child_process import ChildStopped
 from npuwatch.collector.finished_outputs import Output, OutputState, OutputTracker, Signature
-from npuwatch.config import DebugToolsSection
+from npuwatch.config.sections import DebugToolsSection
 from npuwatch.debug_tools.findings import OutputDigest, entry_records
 from npuwatch.handoff import EventRow
 from npuwatch.parsers.debug_entries import DEBUG_KIND

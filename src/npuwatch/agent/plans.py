@@ -20,16 +20,16 @@ from npuwatch.collector.discovery import FileFilter
 from npuwatch.collector.npu_smi_poller import PollSettings
 from npuwatch.collector.roots import discover_roots
 from npuwatch.collector.tailer import TailSettings
-from npuwatch.config import (
+from npuwatch.config import Config
+from npuwatch.config.sections import (
     CollectiveSection,
-    Config,
     DevicesSection,
     JournalSection,
     ProfilingSection,
-    PrometheusSinkSection,
     RulesSection,
     SourcesSection,
 )
+from npuwatch.config.sinks import PrometheusSinkSection
 from npuwatch.default_paths import SYSTEM_RULES
 from npuwatch.journal.store import JournalSettings
 from npuwatch.parsers.stream import ParseLimits

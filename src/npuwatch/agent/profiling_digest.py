@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from npuwatch.agent.child_reader import read_in_child
 
 if TYPE_CHECKING:
-    from npuwatch.profiling.msprof import ProfileRun
+    from npuwatch.profiling.msprof.run import ProfileRun
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class RunDigest:
 
 def digest_runs(folder: Path) -> list[RunDigest]:
     """The digest of every run (rank, device) under `folder` that has data. Uses pandas."""
-    from npuwatch.profiling.msprof import load_profiles, operator_table  # noqa: PLC0415
+    from npuwatch.profiling.msprof.operators import operator_table  # noqa: PLC0415
+    from npuwatch.profiling.msprof.run import load_profiles  # noqa: PLC0415
     from npuwatch.profiling.steps import rank_steps  # noqa: PLC0415 - pandas
 
     digests = []

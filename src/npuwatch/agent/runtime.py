@@ -44,9 +44,8 @@ from npuwatch.journal.cursors import CursorStore
 from npuwatch.journal.damage import DamageNotice
 from npuwatch.journal.store import Journal
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import LocalClock
 from npuwatch.parsers.telemetry import DEVICE_KIND, PROFILING_KIND
-from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.private_files import private_directory
 from npuwatch.problems import Problems
 from npuwatch.records import Record, SourceInfo

@@ -38,10 +38,11 @@ from npuwatch.agent.plans import (
     plan_sources,
 )
 from npuwatch.collector.npu_smi_command import find_executable
-from npuwatch.config import Config, format_duration
+from npuwatch.config import Config
 from npuwatch.private_files import UnsafeFolder, folder_problem
 from npuwatch.problems import Problems
-from npuwatch.rules.loader import RuleLoadError
+from npuwatch.quantities import format_duration
+from npuwatch.rules.pack import RuleLoadError
 from npuwatch.sinks.console_sink import plan_console_sink
 from npuwatch.sinks.search.settings import plan_search_sink
 from npuwatch.sinks.sink import SinkContext, SinkPlan

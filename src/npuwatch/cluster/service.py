@@ -38,7 +38,8 @@ from npuwatch.cluster.incident_document import (
 from npuwatch.cluster.liveness import liveness_notes
 from npuwatch.cluster.metrics import CorrelatorMetrics, RootCauseSeries
 from npuwatch.cluster.reader import IngestReader
-from npuwatch.correlation import Correlator, Incident
+from npuwatch.correlation.correlator import Correlator
+from npuwatch.correlation.incident import Incident
 from npuwatch.parsers.hccl.shipped import TOPOLOGY_STREAM
 from npuwatch.sinks.search.engine import SearchEngine, describe_error, status_of
 from npuwatch.sinks.search.streams import events_stream, state_index

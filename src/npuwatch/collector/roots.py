@@ -8,8 +8,6 @@ from typing import Protocol
 
 from npuwatch.cann_roots import DEVICE_LOG_ROOT, named_log_root, user_log_root
 
-__all__ = ["DEVICE_LOG_ROOT", "RootChoice", "discover_roots", "home_from_passwd"]
-
 
 class RootChoice(Protocol):
     """What the configuration says of the roots (its [sources] section)."""

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from npuwatch.collector.identity import FileIdentity, ReadMark, mark_of
-from npuwatch.parsers import LocalClock, StreamParser
-from npuwatch.parsers.stream import ParseLimits
+from npuwatch.parsers.stream import ParseLimits, StreamParser
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.records import BatchIndex, Flag, Record, SourceInfo
 
 _LINE_COUNT = attrgetter("line_count")

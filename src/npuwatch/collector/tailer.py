@@ -32,8 +32,8 @@ from npuwatch.collector.source_report import SourceReport
 from npuwatch.collector.tailed_file import ReadBatch, TailedFile, shown_path
 from npuwatch.handoff import Checkpoint
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import ParseLimits
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.tree_walk import NO_LINKS, LinkPolicy
 from npuwatch.untrusted_files import open_file
 

@@ -12,17 +12,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from npuwatch.collector.roots import missing_roots
-from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK
 from npuwatch.config import (
     DEFAULT_CONFIG_PATH,
     Config,
-    ConfigError,
-    ConfigUnreadable,
     config_path_from,
     example_config,
     load_config,
 )
-from npuwatch.problems import Problems
+from npuwatch.config.loading import ConfigError, ConfigUnreadable
+from npuwatch.problems import EXIT_USAGE, Problems
 
 STDIN = Path("-")
 """`npuwatch config check -`: the configuration comes on standard input."""

@@ -27,12 +27,14 @@ from npuwatch.cluster.incident_document import incident_from_document
 from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.cluster.service import CorrelateSettings, CorrelatorService
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
-from npuwatch.config import Config, ConfigUnreadable, config_path_from, load_config
-from npuwatch.correlation import Correlator, Incident
+from npuwatch.config import Config, config_path_from, load_config
+from npuwatch.config.loading import ConfigUnreadable
+from npuwatch.correlation.correlator import Correlator
+from npuwatch.correlation.incident import Incident
 from npuwatch.correlation.report_text import render_incidents
 from npuwatch.journal.layout import segment_files
 from npuwatch.journal.reader import JournalReader, Position
-from npuwatch.parsers import resolve_timezone
+from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.problems import Problems
 from npuwatch.service.notify import SystemdNotifier
 from npuwatch.sinks.prometheus.exporter import MetricsServer

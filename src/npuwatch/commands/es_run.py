@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK
-from npuwatch.config import Config, SearchSinkSection, config_path_from, load_config
+from npuwatch.config import Config, config_path_from, load_config
+from npuwatch.config.sinks import SearchSinkSection
 from npuwatch.problems import Problems
 from npuwatch.sinks.search.engine import SearchEngine, describe_error, status_of
 from npuwatch.sinks.search.engines import connect

@@ -129,7 +129,8 @@ def journal_directory(args: argparse.Namespace) -> Directory:
         if not segment_files(given) and segment_files(inside):
             return inside
         return given
-    from npuwatch.config import ConfigError, config_path_from, load_config  # noqa: PLC0415
+    from npuwatch.config import config_path_from, load_config  # noqa: PLC0415
+    from npuwatch.config.loading import ConfigError  # noqa: PLC0415
     from npuwatch.default_paths import JOURNAL_FOLDER, STATE_DIRECTORY  # noqa: PLC0415
 
     try:

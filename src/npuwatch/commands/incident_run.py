@@ -15,7 +15,7 @@ from npuwatch.commands.correlate_run import engine_of
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.config import config_path_from, load_config
 from npuwatch.correlation.report_text import render_incidents
-from npuwatch.parsers import resolve_timezone
+from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.quantities import parse_duration
 from npuwatch.records import format_timestamp
 from npuwatch.sinks.search.engine import SearchEngine, describe_error

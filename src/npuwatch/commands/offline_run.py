@@ -12,9 +12,11 @@ from pathlib import Path
 
 from npuwatch.cann_roots import host_log_root
 from npuwatch.collector.files import line_chunks, read_chunks, year_reference_us
-from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, error, fail
+from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, error, fail
 from npuwatch.commands.rules_in_force import load_rules_or_fail
-from npuwatch.parsers import LocalClock, iter_records, resolve_timezone
+from npuwatch.parsers.stream import iter_records
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
+from npuwatch.problems import EXIT_USAGE
 from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.scan.hosts import HostOnCollection

@@ -10,11 +10,10 @@ from __future__ import annotations
 import sys
 from typing import NoReturn
 
-from npuwatch.problems import EXIT_USAGE, Problems
+from npuwatch.problems import Problems
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
-__all__ = ["EXIT_FINDINGS", "EXIT_OK", "EXIT_USAGE", "error", "exit_status", "fail"]
 
 
 USAGE_LINE = "  2  bad usage or unreadable input (one line on stderr saying what to do)"

@@ -17,7 +17,7 @@ from npuwatch.profiling.opprof.read import is_opprof_folder, load_opprof
 from npuwatch.terminal import ProgressLine
 
 if TYPE_CHECKING:
-    from npuwatch.profiling.msprof import ProfileRun
+    from npuwatch.profiling.msprof.run import ProfileRun
     from npuwatch.profiling.opprof.read import OpProfRun
 
 WHAT_TO_GIVE = (

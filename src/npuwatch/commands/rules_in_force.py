@@ -11,7 +11,8 @@ from pathlib import Path
 
 from npuwatch.commands.outcome import error, fail
 from npuwatch.default_paths import cache_folder
-from npuwatch.rules.loader import RuleLoadError, RuleSet, default_locations, load_rules
+from npuwatch.rules.loader import RuleSet, default_locations, load_rules
+from npuwatch.rules.pack import RuleLoadError
 from npuwatch.rules.rule_cache import RuleCache
 
 

@@ -12,7 +12,8 @@ from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.commands.rules_in_force import load_rules_or_fail
 from npuwatch.rules.examples import run_examples
 from npuwatch.rules.faultdiag import convert_faultdiag
-from npuwatch.rules.loader import RuleLoadError, RuleSet, default_locations, load_rules
+from npuwatch.rules.loader import RuleSet, default_locations, load_rules
+from npuwatch.rules.pack import RuleLoadError
 from npuwatch.terminal import Palette, wants_colour
 
 

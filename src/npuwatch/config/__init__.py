@@ -15,12 +15,7 @@ from pydantic import BaseModel, Field
 
 from npuwatch.config.correlate import CorrelateSection
 from npuwatch.config.example import commented_toml
-from npuwatch.config.loading import (
-    ConfigError,
-    ConfigProblem,
-    ConfigUnreadable,
-    load_model,
-)
+from npuwatch.config.loading import load_model
 from npuwatch.config.sections import (
     STRICT_AND_DISCREET,
     AgentSection,
@@ -32,44 +27,8 @@ from npuwatch.config.sections import (
     RulesSection,
     SourcesSection,
 )
-from npuwatch.config.sinks import (
-    ConsoleSinkSection,
-    PrometheusSinkSection,
-    SearchSinkSection,
-    SinksSection,
-)
-from npuwatch.config.values import ByteSize, Duration
+from npuwatch.config.sinks import SinksSection
 from npuwatch.default_paths import CONFIG_PATH, CONFIG_PATH_VARIABLE, JOURNAL_FOLDER
-from npuwatch.quantities import format_bytes, format_duration
-
-__all__ = [
-    "CONFIG_PATH_VARIABLE",
-    "DEFAULT_CONFIG_PATH",
-    "AgentSection",
-    "ByteSize",
-    "CollectiveSection",
-    "Config",
-    "ConfigError",
-    "ConfigProblem",
-    "ConfigUnreadable",
-    "ConsoleSinkSection",
-    "CorrelateSection",
-    "DebugToolsSection",
-    "DevicesSection",
-    "Duration",
-    "JournalSection",
-    "ProfilingSection",
-    "PrometheusSinkSection",
-    "RulesSection",
-    "SearchSinkSection",
-    "SinksSection",
-    "SourcesSection",
-    "config_path_from",
-    "example_config",
-    "format_bytes",
-    "format_duration",
-    "load_config",
-]
 
 DEFAULT_CONFIG_PATH = CONFIG_PATH
 

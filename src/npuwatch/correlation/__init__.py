@@ -4,8 +4,3 @@ Fed the topology facts and collective-failure events of `npuwatch.parsers.hccl`,
 Correlator gives incidents (incident.py); the rules follow MindCluster FaultDiag where it is
 right and CORRELATION.md §3–4 where it is not.
 """
-
-from npuwatch.correlation.correlator import Correlator
-from npuwatch.correlation.incident import Incident, Place
-
-__all__ = ["Correlator", "Incident", "Place"]

@@ -30,7 +30,8 @@ import zstandard
 from npuwatch.bounded_numbers import fits
 from npuwatch.journal.block_columns import NONE as _NONE
 from npuwatch.journal.block_columns import Columns, block_columns, text_starts
-from npuwatch.journal.rows import NOTABLE_LEVELS, StoredRecord
+from npuwatch.journal.rows import StoredRecord
+from npuwatch.vocabulary import NOTABLE_LEVELS
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
     from npuwatch.records import Record

@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from npuwatch.journal.rows import FileSource, StoredRecord
-from npuwatch.parsers import LocalClock
 from npuwatch.parsers.stream import parse_bytes
 from npuwatch.parsers.telemetry import TELEMETRY_KINDS, telemetry_record
-from npuwatch.parsers.timestamps import resolve_timezone
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.records import Record, SourceInfo
 
 

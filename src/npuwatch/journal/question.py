@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from npuwatch.journal.damage import DamageNotice, is_damage, page_around_damage
 from npuwatch.journal.layout import open_readonly, segment_files
 from npuwatch.journal.row_text import RowTextDecoder
-from npuwatch.journal.rows import NOTABLE_LEVELS, FileSource, StoredRecord
+from npuwatch.journal.rows import FileSource, StoredRecord
+from npuwatch.vocabulary import NOTABLE_LEVELS
 
 SOURCE_COLUMNS = "b.file_key, b.path, b.host, b.kind, b.channel, b.device, b.file_pid, b.timezone"
 

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from npuwatch.vocabulary import NOTABLE_LEVELS
-
-__all__ = ["NOTABLE_LEVELS", "FileSource", "StoredRecord"]
-
 
 class FileSource(NamedTuple):
     """The file a block's records came from, as the block row names it."""

@@ -25,8 +25,9 @@ from typing import Any, cast
 from npuwatch.records import BatchIndex, Record, SourceInfo
 from npuwatch.rules.events import Event
 from npuwatch.rules.index import Entry, Plan, PlanKey, RuleIndex, build_index
-from npuwatch.rules.loader import RuleLoadError, RuleSet
+from npuwatch.rules.loader import RuleSet
 from npuwatch.rules.model import Rule
+from npuwatch.rules.pack import RuleLoadError
 
 _US = 1_000_000
 _LEVEL = attrgetter("level")
@@ -413,6 +414,3 @@ def _offsets_known(records: Iterable[Record]) -> bool:
 
 def _by_time(events: list[Event]) -> list[Event]:
     return sorted(events, key=lambda e: (e.first_us is None, e.first_us or 0))
-
-
-__all__ = ["PlanKey", "RuleEngine", "RuleStream"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timezone
 
-from npuwatch.parsers import LocalClock, parse_bytes
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.rules.model import Example, Rule
 
 

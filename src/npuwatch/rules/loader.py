@@ -21,16 +21,6 @@ from npuwatch.default_paths import SYSTEM_RULES
 from npuwatch.rules.model import Rule
 from npuwatch.rules.pack import Pack, Problem, RuleLoadError
 
-__all__ = [
-    "DEFAULT_PACKS",
-    "Problem",
-    "RuleLoadError",
-    "RuleSet",
-    "default_locations",
-    "load_rules",
-    "rule_files",
-]
-
 if TYPE_CHECKING:
     from npuwatch.rules.rule_cache import RuleCache
 

@@ -205,6 +205,3 @@ def _has_anchor(items: Tree) -> bool:
         if name in ("MAX_REPEAT", "MIN_REPEAT") and _has_anchor(argument[-1]):
             return True
     return False
-
-
-__all__ = ["Literals", "literals_of"]

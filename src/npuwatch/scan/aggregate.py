@@ -17,7 +17,7 @@ from itertools import compress
 from operator import attrgetter
 from typing import Any, cast
 
-from npuwatch.correlation import Incident
+from npuwatch.correlation.incident import Incident
 from npuwatch.records import Flag, Record, SourceInfo, format_timestamp
 from npuwatch.rules.events import Event
 from npuwatch.scan.findings import Verdict, group, verdict

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from npuwatch.correlation import Correlator, Incident
+from npuwatch.correlation.correlator import Correlator
+from npuwatch.correlation.incident import Incident
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.records import Record
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from npuwatch.collector.files import list_log_files, read_chunks, year_reference_us
-from npuwatch.parsers import LocalClock, StreamParser
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.scan.aggregate import DEFAULT_CONTEXT_LINES, ScanAggregator, ScanResult
 from npuwatch.scan.collectives import CollectiveScan

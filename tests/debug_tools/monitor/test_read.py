@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from fixtures.debug_tools.make_monitor import write_all
 
-from npuwatch.debug_tools.monitor.read import UNKNOWN_RANK, load_monitor
+from npuwatch.debug_tools.monitor.read import load_monitor
+from npuwatch.debug_tools.monitor.read_files import UNKNOWN_RANK
 from npuwatch.debug_tools.monitor.spikes import SpikeSettings, find_spikes
 from tests.conftest import FIXTURES
 

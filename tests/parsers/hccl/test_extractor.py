@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npuwatch.parsers import parse_bytes
 from npuwatch.parsers.hccl.extractor import CollectiveExtractor
 from npuwatch.parsers.hccl.model import CollectiveEvent, Extracted, Fact
+from npuwatch.parsers.stream import parse_bytes
 from tests.conftest import REAL_LOGS, utc_clock
 
 

@@ -14,8 +14,8 @@ from npuwatch.profiling.baseline.snapshot import (
     stored_files,
     stored_metadata,
 )
-from npuwatch.profiling.msprof import load_profiles
 from npuwatch.profiling.msprof.operators import OPERATOR_COLUMNS
+from npuwatch.profiling.msprof.run import load_profiles
 from tests.conftest import FIXTURES
 
 TORCH = FIXTURES / "profiling" / "torch_2rank"

@@ -12,10 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from npuwatch.profiling.msprof import load_profile, operator_table
 from npuwatch.profiling.msprof.communication import parse_communication
 from npuwatch.profiling.msprof.kernels import parse_kernels
 from npuwatch.profiling.msprof.layout import find_profile_runs, is_run_complete, run_files
+from npuwatch.profiling.msprof.operators import operator_table
+from npuwatch.profiling.msprof.run import load_profile
 from npuwatch.profiling.msprof.statistics import parse_op_statistic
 from npuwatch.profiling.msprof.steps import parse_step_trace_time, rank_rows
 from npuwatch.profiling.msprof.trace import device_of_trace, parse_trace

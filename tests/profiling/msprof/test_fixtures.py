@@ -12,7 +12,8 @@ from fixtures.profiling.make_profiles import (
     write_torch_run,
 )
 
-from npuwatch.profiling.msprof import load_profile, operator_table
+from npuwatch.profiling.msprof.operators import operator_table
+from npuwatch.profiling.msprof.run import load_profile
 from tests.conftest import FIXTURES
 
 PROFILING = FIXTURES / "profiling"

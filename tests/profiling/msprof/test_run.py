@@ -9,14 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from npuwatch.profiling.msprof import (
+from npuwatch.profiling.msprof.operators import (
     OPERATOR_COLUMNS,
-    NoProfileError,
-    load_profile,
-    load_profiles,
+    combine_operator_tables,
     operator_table,
 )
-from npuwatch.profiling.msprof.operators import combine_operator_tables
+from npuwatch.profiling.msprof.run import NoProfileError, load_profile, load_profiles
 from tests.conftest import FIXTURES
 
 PROFILING = FIXTURES / "profiling"

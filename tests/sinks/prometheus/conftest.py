@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from npuwatch.parsers import StreamParser
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.records import Record
 from tests.conftest import TREES, utc_clock
 

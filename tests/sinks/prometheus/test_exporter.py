@@ -20,12 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from npuwatch.handoff import EventRow
 from npuwatch.metrics import SelfMetrics
-from npuwatch.sinks.prometheus import (
-    LogMetrics,
-    MetricsServer,
-    load_web_config,
-)
-from npuwatch.sinks.prometheus.web_config import WebSecurity
+from npuwatch.sinks.prometheus.exporter import MetricsServer
+from npuwatch.sinks.prometheus.log_metrics import LogMetrics
+from npuwatch.sinks.prometheus.web_config import WebSecurity, load_web_config
 from tests.agent.harness import Harness
 from tests.sinks.prometheus.conftest import Certificate, tree_batches
 

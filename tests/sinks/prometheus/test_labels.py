@@ -7,12 +7,12 @@ from npuwatch.parsers.debug_entries import LOGGERS as DEBUG_LOGGERS
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
 from npuwatch.sinks.prometheus.labels import (
     CANN_CODES,
-    CANN_MODULES,
     KINDS,
     LEVELS,
     codes_named_by,
     modules_named_by,
 )
+from npuwatch.vocabulary import CANN_MODULES
 from tests.conftest import GOLDEN, TREES, parse
 
 

@@ -12,10 +12,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from npuwatch.agent.rules_stage import event_row
 from npuwatch.handoff import EventRow
 from npuwatch.metrics import SelfMetrics
-from npuwatch.parsers import StreamParser
+from npuwatch.parsers.stream import StreamParser
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import DEFAULT_PACKS, load_rules
-from npuwatch.sinks.prometheus import LogMetrics
+from npuwatch.sinks.prometheus.log_metrics import LogMetrics
 from tests.conftest import parse, utc_clock
 from tests.sinks.prometheus.conftest import sample, samples, tree_batches
 

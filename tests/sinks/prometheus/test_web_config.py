@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from npuwatch.sinks.prometheus import WebConfigError, load_web_config
 from npuwatch.sinks.prometheus import web_config as web_config_module
 from npuwatch.sinks.prometheus.passwords import NoBcrypt
+from npuwatch.sinks.prometheus.web_config import WebConfigError, load_web_config
 from tests.sinks.prometheus.conftest import Certificate
 
 HASH = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"

@@ -11,7 +11,8 @@ import pytest
 from elasticsearch.serializer import JsonSerializer
 from opensearchpy.serializer import JSONSerializer
 
-from npuwatch.parsers import LocalClock, parse_bytes, resolve_timezone
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import default_locations, load_rules
 from npuwatch.sinks.search.engine import Connection

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from npuwatch.config import SearchSinkSection
+from npuwatch.config.sinks import SearchSinkSection
 from npuwatch.sinks.search.settings import (
     SecretUnreadable,
     connection_from,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npuwatch.debug_tools.monitor.read import KEY_COLUMNS
+from npuwatch.debug_tools.monitor.read_files import KEY_COLUMNS
 from npuwatch.debug_tools.monitor.spikes import SeriesIndex, Spike, SpikeSettings, SpikeTracker
 
 if TYPE_CHECKING:

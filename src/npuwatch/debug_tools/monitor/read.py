@@ -33,9 +33,7 @@ from npuwatch.debug_tools.monitor.read_files import (
     DATA_TYPES,
     KEY_COLUMNS,
     TAG,
-    UNKNOWN_RANK,
     read_pieces,
-    read_statistics,
     statistics_files,
     tag_rank,
 )
@@ -46,18 +44,6 @@ from npuwatch.untrusted_files import read_file
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "DATA_TYPES",
-    "KEY_COLUMNS",
-    "UNKNOWN_RANK",
-    "Alerts",
-    "Anomaly",
-    "MonitorRun",
-    "StatisticsTable",
-    "load_monitor",
-    "read_alerts",
-    "read_statistics",
-]
 _RULE = re.compile(r"Rule\s+(\w+)")
 _METRIC = re.compile(r",\s*'([^']+)'\s*\)")
 _TASK_DATA_TYPES = {

@@ -21,14 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npuwatch.debug_tools.monitor.digest import ColumnsDiffer, TableDigest
-from npuwatch.debug_tools.monitor.read import (
-    UNKNOWN_RANK,
-    Anomaly,
-    MonitorRun,
-    load_monitor,
-    read_alerts,
-)
-from npuwatch.debug_tools.monitor.read_files import read_pieces, statistics_files
+from npuwatch.debug_tools.monitor.read import Anomaly, MonitorRun, load_monitor, read_alerts
+from npuwatch.debug_tools.monitor.read_files import UNKNOWN_RANK, read_pieces, statistics_files
 from npuwatch.debug_tools.monitor.spikes import SpikeSettings, StepsGoBack
 
 if TYPE_CHECKING:

@@ -25,9 +25,7 @@ from npuwatch.records import LogKind
 from npuwatch.rules.condition import And, Node, Not, Or
 from npuwatch.rules.fields import resolve_field
 from npuwatch.rules.model import Rule
-from npuwatch.vocabulary import CANN_MODULES, LABEL_LEVELS
-
-__all__ = ["CANN_CODES", "CANN_MODULES", "KINDS", "LEVELS", "NONE", "OTHER", "codes_named_by"]
+from npuwatch.vocabulary import LABEL_LEVELS
 
 OTHER = "other"
 """The value of a label whose real value is not in its vocabulary."""

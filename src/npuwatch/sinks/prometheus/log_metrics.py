@@ -25,7 +25,8 @@ from npuwatch.journal.block import BlockTally, tally_of
 from npuwatch.parsers.telemetry import TELEMETRY_KINDS
 from npuwatch.records import Record
 from npuwatch.rules.model import Severity
-from npuwatch.sinks.prometheus.labels import CANN_CODES, CANN_MODULES, KINDS, LEVELS, NONE, OTHER
+from npuwatch.sinks.prometheus.labels import CANN_CODES, KINDS, LEVELS, NONE, OTHER
+from npuwatch.vocabulary import CANN_MODULES
 
 MAX_LABEL_SETS = 2000
 """Label sets kept per metric before new ones are counted as `other` (a bound on memory and on

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
-from npuwatch.config import Config, SearchSinkSection
+from npuwatch.config import Config
+from npuwatch.config.sinks import SearchSinkSection
 from npuwatch.metrics import SelfMetrics
 from npuwatch.problems import Problems
 from npuwatch.secret_files import Exposure, FileRefused, check_file, read_secret
