@@ -1,6 +1,7 @@
 """Profiling output of msprof (`PROF_*`) and torch_npu (`*_ascend_pt`), read into DataFrames.
 
-    from npuwatch.profiling.msprof import load_profiles, operator_table
+    from npuwatch.profiling.msprof.operators import operator_table
+    from npuwatch.profiling.msprof.run import load_profiles
     for run in load_profiles(Path("/data/job42/prof")):   # one ProfileRun per rank or device
         print(run.label, operator_table(run).head(10), run.problems)
 
@@ -12,6 +13,6 @@
   `task_time`, `operator_details` — pure functions of bytes, returning rows and problems;
 - `run`: `ProfileRun`, `load_profile`, `load_profiles`; `operators`: `operator_table`.
 
-pandas is imported when a parser or the loader is first used, not with this package, so that
-the agent can watch for runs without paying for it.
+`layout` and `metadata` import no pandas, so that the agent can watch for runs without paying
+for it; the parsers and the loader do.
 """
