@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from npuwatch.agent.debug_digest import digest_in_child
+from npuwatch.agent.periodic import Periodic
 from npuwatch.agent.rules_stage import event_row
 from npuwatch.child_process import ChildStopped
 from npuwatch.collector.finished_outputs import Output, OutputState, OutputTracker, Signature
@@ -99,18 +100,17 @@ class DebugImporter:
         self._wall = wall
         for path, state in tracker.imported.items():  # the outputs imported before a restart
             debug_metrics.update(path, _figures(state))
-        self.thread = threading.Thread(target=self._loop, name="npuwatch-debug", daemon=True)
+        self._periodic = Periodic(
+            "npuwatch-debug",
+            self.scan,
+            plan.scan_interval_s,
+            stop,
+            "looking for debugging-tool outputs failed",
+        )
+        self.thread = self._periodic.thread
 
     def start(self) -> None:
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.scan()
-            except Exception:  # a bug here must not end the imports for good
-                log.exception("looking for debugging-tool outputs failed; trying again later")
-            self._stop.wait(self.plan.scan_interval_s)
+        self._periodic.start()
 
     def scan(self) -> int:
         """Import every output that is ready now; the number imported."""

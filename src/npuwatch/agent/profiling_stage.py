@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from npuwatch.agent.periodic import Periodic
 from npuwatch.agent.profiling_digest import RunDigest, digests_in_child
 from npuwatch.agent.profiling_figures import SavedFigures
 from npuwatch.child_process import ChildStopped
@@ -74,18 +75,17 @@ class ProfilingImporter:
         if saved is not None:  # the gauges of the runs imported before a restart
             for figures in saved.load():
                 profiling_metrics.restore(figures)
-        self.thread = threading.Thread(target=self._loop, name="npuwatch-profiling", daemon=True)
+        self._periodic = Periodic(
+            "npuwatch-profiling",
+            self.scan,
+            settings.scan_interval_s,
+            stop,
+            "looking for profiling runs failed",
+        )
+        self.thread = self._periodic.thread
 
     def start(self) -> None:
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.scan()
-            except Exception:  # a bug here must not end profiling imports for good
-                log.exception("looking for profiling runs failed; trying again next interval")
-            self._stop.wait(self.settings.scan_interval_s)
+        self._periodic.start()
 
     def scan(self) -> int:
         """Import every run that is ready now; the number imported."""

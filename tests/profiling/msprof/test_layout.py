@@ -135,7 +135,7 @@ def test_finding_runs_does_not_import_pandas() -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from npuwatch.profiling.msprof import find_profile_runs, is_run_complete\n"
+        "from npuwatch.profiling.msprof.layout import find_profile_runs, is_run_complete\n"
         f"runs = find_profile_runs(Path({str(PROFILING)!r}))\n"
         "assert len(runs) == 4 and all(is_run_complete(run) for run in runs)\n"
         "assert 'pandas' not in sys.modules, 'pandas was imported'\n"
