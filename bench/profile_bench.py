@@ -37,7 +37,8 @@ if sys.argv[1] == "reference":
     import pandas
     rows = len(pandas.read_csv(kernels))
 else:
-    from npuwatch.profiling.msprof import load_profile, operator_table
+    from npuwatch.profiling.msprof.operators import operator_table
+    from npuwatch.profiling.msprof.run import load_profile
     run = load_profile(Path(sys.argv[2]))
     rows = len(run.kernels)
     operators = len(operator_table(run))

@@ -31,7 +31,9 @@ from datetime import timezone
 from pathlib import Path
 from npuwatch.journal import block_columns
 from npuwatch.journal.block import encode_block
-from npuwatch.parsers import LocalClock, StreamParser, first_pass
+from npuwatch.parsers import first_pass
+from npuwatch.parsers.stream import StreamParser
+from npuwatch.parsers.timestamps import LocalClock
 assert first_pass.NATIVE and block_columns.NATIVE, "the C extensions did not load"
 files = [(str(p), p.read_bytes()) for p in sorted(Path(sys.argv[1]).rglob("*.log"))]
 for path, data in files:

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib
+import importlib.util
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -220,3 +224,40 @@ def re_exports_used() -> list[str]:
 
 def test_every_name_is_imported_from_the_module_that_defines_it() -> None:
     assert re_exports_used() == []
+
+
+WRITTEN_IMPORT = re.compile(r"from (npuwatch(?:\.\w+)*) import ((?:\w+(?: as \w+)?(?:, )?)+)")
+"""`from npuwatch.x import a, b` as code, inside a string (code a test runs in a subprocess) or
+in the documentation."""
+SYNTHETIC = {"tests/test_architecture.py"}
+"""Files whose written imports are made up on purpose (the forbidden imports above)."""
+
+
+def unresolved_written_imports() -> list[str]:
+    """Every `from npuwatch.x import n` written anywhere in the repository where x has no `n`
+    (neither a name nor a submodule): an import a move or a removed re-export broke."""
+    listed = subprocess.run(
+        ["git", "ls-files", "*.py", "*.md", "*.sh"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    broken = []
+    for name in listed.stdout.split():
+        if name in SYNTHETIC or not (REPO / name).is_file():
+            continue
+        for match in WRITTEN_IMPORT.finditer((REPO / name).read_text(encoding="utf-8")):
+            module = importlib.import_module(match.group(1))
+            for written in match.group(2).split(", "):
+                imported = written.split(" as ")[0]
+                if hasattr(module, imported):
+                    continue
+                package = hasattr(module, "__path__")
+                if not package or importlib.util.find_spec(f"{match.group(1)}.{imported}") is None:
+                    broken.append(f"{name}: from {match.group(1)} import {imported}")
+    return broken
+
+
+def test_every_import_written_in_the_repository_resolves() -> None:
+    assert unresolved_written_imports() == []

@@ -138,7 +138,8 @@ GOLDEN_CHECK = """
 import json, sys
 from datetime import timezone
 from pathlib import Path
-from npuwatch.parsers import LocalClock, parse_bytes
+from npuwatch.parsers.stream import parse_bytes
+from npuwatch.parsers.timestamps import LocalClock
 wrong = []
 for case in sorted(Path(sys.argv[1]).glob("*.log")):
     documents = [r.to_document() for r in parse_bytes(case.read_bytes(), LocalClock(timezone.utc), path=case.name)]
