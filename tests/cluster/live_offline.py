@@ -62,6 +62,10 @@ READ_TIMEOUT_S = 30.0
 is said."""
 _FOLLOWING = re.compile(r"INFO following (\d+) files under ")
 STOP_TIMEOUT_S = 30.0
+CORRELATOR_STOP_TIMEOUT_S = 90.0
+"""The service waits up to its ROUND_GRACE_S for the round under way, then its /metrics server
+and the interpreter end; with the suite on every core (two workers, three agents and a node
+beside it) 30 s was once not enough. What holds it longer is an open question (stop note)."""
 
 
 class CommandFailed(Exception):
@@ -381,12 +385,15 @@ class Started:
             return []
         service.send_signal(signal.SIGTERM)
         try:
-            _, err = service.communicate(timeout=STOP_TIMEOUT_S)
+            _, err = service.communicate(timeout=CORRELATOR_STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             service.kill()
             _, err = service.communicate()
             last = err.decode("utf-8", "replace").splitlines()[-5:]
-            return [f"the correlator did not stop within {STOP_TIMEOUT_S} s; it said last:", *last]
+            return [
+                f"the correlator did not stop within {CORRELATOR_STOP_TIMEOUT_S} s; it said last:",
+                *last,
+            ]
         said = err.decode("utf-8", "replace").splitlines()
         # (a round that met an index whose shard the node was still starting is tried again:
         # the service says so, and when its rounds work again; no fault of the verdicts)
