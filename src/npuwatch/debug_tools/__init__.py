@@ -178,15 +178,6 @@ FAMILIES: tuple[Family, ...] = tuple(
 )
 """Every metric family, once (msSanitizer and msaicerr share theirs), in the tools' order."""
 
-LAST_IMPORT = Family(
-    "ascend_debug_last_import_timestamp_seconds",
-    "When the latest output of the tool family was imported (Unix time).",
-    ("kind",),
-    figure="",
-    reading="latest",
-)
-"""Not of any figure: when each kind was last imported."""
-
 
 def debug_tool(kind: str) -> DebugTool:
     """The tool of `kind`; ValueError for a kind npuwatch does not know (a state file from a

@@ -28,7 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from npuwatch.debug_tools import FAMILIES, LAST_IMPORT, Family
+from npuwatch.debug_tools import FAMILIES, Family
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,11 @@ def _families(outputs: list[OutputFigures]) -> Iterator[Metric]:
             yield _present(family, outputs)
         else:
             yield _latest_by_rank(family, outputs)
-    imported = GaugeMetricFamily(LAST_IMPORT.name, LAST_IMPORT.help, labels=LAST_IMPORT.labels)
+    imported = GaugeMetricFamily(
+        "ascend_debug_last_import_timestamp_seconds",
+        "When the latest output of the tool family was imported (Unix time).",
+        labels=("kind",),
+    )
     latest_kind: dict[str, float] = {}
     for output in outputs:
         latest_kind[output.kind] = max(latest_kind.get(output.kind, 0), output.imported_at_s)
