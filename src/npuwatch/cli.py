@@ -24,6 +24,7 @@ from npuwatch.terminal import visible_output
 _ARGUMENTS = {
     "parse": "npuwatch.commands.offline:add_offline_commands",
     "scan": "npuwatch.commands.offline:add_offline_commands",
+    "summarize": "npuwatch.commands.offline:add_offline_commands",
     "schema": "npuwatch.commands.offline:add_offline_commands",
     "rules": "npuwatch.commands.rules:add_rules_commands",
     "config": "npuwatch.commands.config:add_config_commands",

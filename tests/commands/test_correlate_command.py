@@ -57,6 +57,17 @@ def test_the_journals_of_every_host_give_the_incidents_scan_gives(states: dict[s
     assert len(incident["victims"]) == 7
 
 
+def test_the_journals_read_on_one_process_or_two_give_the_same_report(
+    states: dict[str, Path],
+) -> None:
+    journals = [str(states[h]) for h in HOSTS]
+    one = run_npuwatch("correlate", "--journal", *journals, "--json", "--jobs", "1")
+    two = run_npuwatch("correlate", "--journal", *journals, "--json", "--jobs", "2")
+    assert one.returncode == two.returncode == 1, one.stderr + two.stderr
+    assert len(json.loads(one.stdout)["incidents"]) == 1
+    assert one.stdout == two.stdout
+
+
 def test_the_report_is_scan_s_and_a_journal_folder_is_taken_as_well(
     states: dict[str, Path],
 ) -> None:

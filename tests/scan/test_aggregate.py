@@ -80,7 +80,7 @@ def test_unreadable_files_and_odd_entries_are_problems_not_crashes(
     (tmp_path / "debug" / "plog" / "binary.log").write_bytes(os.urandom(4096))
     vanished = tmp_path / "debug" / "plog" / "plog-2_20250101000000000.log"
     vanished.write_text("x\n")
-    import npuwatch.scan.tree as scan_tree_module
+    import npuwatch.scan.host_part as scan_tree_module
 
     real_open = scan_tree_module.open_binary
 

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from npuwatch.commands.argument_types import positive_int
+
 _EXAMPLES = """\
 examples:
   npuwatch correlate                      # the cluster service, with /etc/npuwatch/npuwatch.toml
@@ -56,6 +58,14 @@ def add_correlate_command(commands: Any) -> None:
         metavar="DIR",
         help="read these agents' journals (state directories or journal folders) instead of "
         "the search engine, print the incidents and exit",
+    )
+    correlate.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --journal: read the journals on N processes (default: the cores this "
+        "command may use); the incidents are the same for any N",
     )
     correlate.add_argument(
         "--once", action="store_true", help="one round against the search engine, then exit"

@@ -15,27 +15,25 @@ import json
 import logging
 import os
 import signal
-import sqlite3
 import sys
 import threading
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from npuwatch.cluster.feed import CorrelationInput
 from npuwatch.cluster.incident_document import incident_from_document
+from npuwatch.cluster.journals import JournalUnreadable, journal_incidents
 from npuwatch.cluster.metrics import CorrelatorMetrics
 from npuwatch.cluster.service import CorrelateSettings, CorrelatorService
 from npuwatch.commands.outcome import EXIT_FINDINGS, EXIT_OK, fail
 from npuwatch.config import Config, config_path_from, load_config
 from npuwatch.config.loading import ConfigUnreadable
-from npuwatch.correlation.correlator import Correlator
 from npuwatch.correlation.incident import Incident
 from npuwatch.correlation.report_text import render_incidents
 from npuwatch.journal.layout import segment_files
-from npuwatch.journal.reader import JournalReader, Position
 from npuwatch.parsers.timestamps import resolve_timezone
 from npuwatch.problems import Problems
+from npuwatch.process_pool import usable_cores
 from npuwatch.service.notify import SystemdNotifier
 from npuwatch.sinks.prometheus.exporter import MetricsServer
 from npuwatch.sinks.prometheus.web_config import WebSecurity, load_web_config
@@ -57,7 +55,8 @@ def run_correlate(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         quiet_client_logs()
     if args.journal:
-        return _print(_from_journals(args.journal), args)
+        jobs = args.jobs if args.jobs is not None else usable_cores()
+        return _print(_from_journals(args.journal, jobs), args)
     if args.check:
         return _checked(args)
     config = load_config(args.config or config_path_from(os.environ), os.environ)
@@ -208,29 +207,15 @@ def _watchdog(notifier: SystemdNotifier, stop: threading.Event) -> None:
 # -- offline: the journals of several hosts -----------------------------------------------------
 
 
-def _from_journals(folders: list[Path]) -> list[Incident]:
-    fed = CorrelationInput()
-    correlator = Correlator()
-    for folder in folders:
-        directory = _journal_of(folder)
-        # A damaged segment is read around, with one warning naming it (journal/damage.py).
-        try:
-            with JournalReader(directory) as reader:
-                for row in reader.latest_states().values():
-                    correlator.add_all(fed.take(_hit(row.id, row.document)))
-                position = Position()
-                while rows := reader.event_rows_after(position, 1024):
-                    for _, id_, document in rows:
-                        if '"collective"' in document:
-                            correlator.add_all(fed.take(_hit(id_, document)))
-                    position = rows[-1][0]
-        except PermissionError as error:
-            fail(f"cannot read the journal at {directory}: {error.strerror or error}")
-        except sqlite3.Error as error:  # no damage (that is read around): busy, say
-            fail(f"cannot read the journal at {directory}: {error}")
-    for problem in fed.problems:
-        log.warning("%s", problem)
-    return correlator.incidents()
+def _from_journals(folders: list[Path], jobs: int) -> list[Incident]:
+    directories = [_journal_of(folder) for folder in folders]
+    try:
+        incidents, problems = journal_incidents(directories, jobs)
+    except JournalUnreadable as problem:
+        fail(str(problem))
+    for said in problems:
+        log.warning("%s", said)
+    return incidents
 
 
 def _journal_of(folder: Path) -> Path:
@@ -241,10 +226,6 @@ def _journal_of(folder: Path) -> Path:
     if not segment_files(folder / "journal"):
         fail(f"{folder}: no journal here (no segment-*.db in it or in {folder / 'journal'})")
     return folder / "journal"
-
-
-def _hit(id_: str, document: str) -> dict[str, Any]:
-    return {"_id": id_, "_index": "journal", "_source": json.loads(document)}
 
 
 # -- printing -----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from npuwatch.commands.argument_types import context_lines
+from npuwatch.commands.argument_types import context_lines, positive_int
 from npuwatch.commands.outcome import exit_status
 
 _EXAMPLES_PARSE = """\
@@ -26,6 +26,8 @@ examples:
   npuwatch scan ./asys_output --json | jq '.error_codes[] | {code, count, first}'
   npuwatch scan /data/job42          # job42/host-a/, job42/worker-1/ ...: a collection
   npuwatch scan /data/job42 --json | jq '.incidents[0] | {summary, root_cause}'
+  npuwatch scan /data/job42 --jobs 8 # its hosts read on 8 processes (default: every core)
+  npuwatch scan --summaries /shared/job42/   # the files `npuwatch summarize` wrote
 
 A folder whose sub-folders are none of CANN's own (debug, run, plog, device-N, process_log ...)
 is a collection: each sub-folder is a host, and its name is the host.name of its records.
@@ -35,6 +37,21 @@ When a collective failed, the report opens with its incidents: the device that f
 the evidence lines and the MindCluster FaultDiag code of the same decision.
 
 exit status: 0 no error records, 1 error records found, 2 bad usage or unreadable input.
+"""
+
+_EXAMPLES_SUMMARIZE = """\
+examples:
+  npuwatch summarize -o /shared/job42/$(hostname).json          # on every host
+  pdsh -w 'worker-[0-255]' 'npuwatch summarize -o /shared/job42/$(hostname).json'
+  ssh worker-3 npuwatch summarize --timezone Asia/Shanghai > worker-3.json
+  npuwatch scan --summaries /shared/job42/                       # once, anywhere
+
+A summary holds the host's counts, its processes' first errors with their lines, the rule
+events with their context, and the collective-failure facts: kilobytes to a few megabytes for
+gigabytes of logs. It is read by the same npuwatch version that wrote it (the format has a
+version; another one is refused with a line saying so).
+
+exit status: 0 summary written, 2 bad usage or unreadable input.
 """
 
 
@@ -89,11 +106,70 @@ def add_offline_commands(commands: Any) -> None:
         metavar="N",
         help="lines shown before each process's first ERROR (default: 50)",
     )
+    scan.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="read the hosts of a collection on N processes (default: the cores this command "
+        "may use); the report is the same for any N",
+    )
+    scan.add_argument(
+        "--summaries",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="make the report from host summaries (files written by `npuwatch summarize` on "
+        "each host, or folders of them) instead of reading logs: the second stage of a scan "
+        "whose hosts read their own logs",
+    )
     _add_common(
         scan,
         host_help="host.name of a single log tree (a collection's hosts are its folder names)",
     )
     scan.set_defaults(handler="npuwatch.commands.offline_run:run_scan")
+
+    summarize = commands.add_parser(
+        "summarize",
+        help="summarise this host's log tree into a file, for a scan of many hosts",
+        description="Read one host's CANN log tree (as scan does: counts, error codes, first "
+        "errors, rule findings, and the collective-failure facts of every process) and write "
+        "what a central `npuwatch scan --summaries` needs of it into one small JSON file. Run "
+        "it on every host with your parallel shell (pdsh, clush, Ansible), gather the files, "
+        "and scan them: the report is the one `npuwatch scan` gives for the hosts' logs "
+        "gathered in one folder, one sub-folder a host.",
+        epilog=_EXAMPLES_SUMMARIZE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    summarize.add_argument(
+        "root",
+        nargs="?",
+        metavar="DIR",
+        help="this host's log tree (default: as for scan)",
+    )
+    summarize.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        metavar="FILE",
+        help="where to write the summary (default: - for standard output); a file is replaced "
+        "whole, never written through a link",
+    )
+    add_rules_option(summarize)
+    summarize.add_argument("--no-rules", action="store_true", help="no rule findings")
+    summarize.add_argument(
+        "--follow-links", action="store_true", help="as for scan: links to files in the tree"
+    )
+    summarize.add_argument(
+        "--context",
+        type=context_lines,
+        default=50,
+        metavar="N",
+        help="lines kept before each process's first ERROR (default: 50)",
+    )
+    _add_common(summarize, host_help="this host's name in the report (default: its hostname)")
+    # json: what it prints on standard output is JSON, kept exact (cli._prints_data)
+    summarize.set_defaults(handler="npuwatch.commands.summaries_run:run_summarize", json=True)
 
     schema = commands.add_parser(
         "schema",

@@ -17,9 +17,13 @@ from npuwatch.commands.rules_in_force import load_rules_or_fail
 from npuwatch.parsers.stream import iter_records
 from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.problems import EXIT_USAGE
+from npuwatch.process_pool import usable_cores
 from npuwatch.records import Record
 from npuwatch.rules.engine import RuleEngine
+from npuwatch.scan.aggregate import ScanResult
+from npuwatch.scan.central import merge_summaries, read_summaries, summary_files
 from npuwatch.scan.hosts import HostOnCollection
+from npuwatch.scan.summary import SummaryError
 from npuwatch.scan.text import render_scan
 from npuwatch.scan.tree import scan_tree
 from npuwatch.sinks.console import TableFormatter, to_json_line
@@ -84,19 +88,9 @@ def _print_records(records: Iterable[Record], table: TableFormatter | None) -> N
 
 def run_scan(args: argparse.Namespace) -> int:
     clock = _clock(args)
-    if args.root == "":
-        fail("scan was given an empty path: give a log tree, or no path for the default one")
-    root = Path(args.root) if args.root is not None else default_log_root()
-    link_problem = _link_problem(root)
-    if link_problem is not None:
-        fail(f"cannot read {root}: {link_problem}")
-    if not root.exists():
-        fail(
-            f"log tree {root} does not exist: give the folder that holds debug/ and run/ "
-            "(for example ~/ascend/log), or set ASCEND_PROCESS_LOG_PATH or ASCEND_WORK_PATH"
-        )
-    if not os.access(root, os.R_OK):
-        fail(f"cannot read {root}: permission denied (run as the user that owns the logs)")
+    if args.summaries:
+        return _scan_summaries(args, clock)
+    root = scan_root(args.root)
     engine = None if args.no_rules else RuleEngine(load_rules_or_fail(args.rules))
     progress = ProgressLine(sys.stderr, "scanning")
     try:
@@ -108,12 +102,30 @@ def run_scan(args: argparse.Namespace) -> int:
             progress=progress.update,
             engine=engine,
             links=LinkPolicy(follow=args.follow_links),
+            jobs=args.jobs if args.jobs is not None else usable_cores(),
         )
     except HostOnCollection as refusal:
         fail(str(refusal))
     finally:
         progress.close()
-    if args.json:
+    return _report(result, clock, args.json)
+
+
+def _scan_summaries(args: argparse.Namespace, clock: LocalClock) -> int:
+    if args.root is not None:
+        fail(f"give either a log tree ({args.root}) or --summaries, not both")
+    if args.host is not None:
+        fail("--host names a log tree's host; the host of a summary is the one it was made on")
+    try:
+        files = summary_files(args.summaries)
+        result = merge_summaries(read_summaries(files), files)
+    except SummaryError as problem:
+        fail(str(problem))
+    return _report(result, clock, args.json)
+
+
+def _report(result: ScanResult, clock: LocalClock, as_json: bool) -> int:
+    if as_json:
         json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     else:
@@ -124,6 +136,24 @@ def run_scan(args: argparse.Namespace) -> int:
     if result.problems:
         return EXIT_USAGE
     return EXIT_FINDINGS if result.error_records else EXIT_OK
+
+
+def scan_root(name: str | None) -> Path:
+    """The log tree named (or the default one); leaves with one line when it cannot be read."""
+    if name == "":
+        fail("scan was given an empty path: give a log tree, or no path for the default one")
+    root = Path(name) if name is not None else default_log_root()
+    link_problem = _link_problem(root)
+    if link_problem is not None:
+        fail(f"cannot read {root}: {link_problem}")
+    if not root.exists():
+        fail(
+            f"log tree {root} does not exist: give the folder that holds debug/ and run/ "
+            "(for example ~/ascend/log), or set ASCEND_PROCESS_LOG_PATH or ASCEND_WORK_PATH"
+        )
+    if not os.access(root, os.R_OK):
+        fail(f"cannot read {root}: permission denied (run as the user that owns the logs)")
+    return root
 
 
 def run_schema(args: argparse.Namespace) -> int:

@@ -90,6 +90,13 @@ class RuleEngine:
     def rules(self) -> list[Rule]:
         return self._index.rules
 
+    def fresh(self) -> RuleEngine:
+        """An engine of the same rules with no state: nothing counted, nothing held (one host
+        of a scan read apart from the others; the rules are not compiled again)."""
+        engine = RuleEngine(RuleSet())
+        engine._index = self._index
+        return engine
+
     def stream(self, source: SourceInfo | None = None) -> RuleStream:
         return RuleStream(source, self._index.max_before)
 

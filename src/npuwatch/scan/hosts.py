@@ -138,7 +138,7 @@ def collection_hosts_at(folder: Path) -> list[str] | None:
         return None
     if not folders or any(is_cann_folder(folder / name) for name in folders):
         return None
-    return sorted(folders, key=_natural)
+    return sorted(folders, key=natural_order)
 
 
 def host_of(base: Path, path: Path, hosts: Collection[str]) -> str | None:
@@ -151,7 +151,7 @@ def host_of(base: Path, path: Path, hosts: Collection[str]) -> str | None:
     return parts[0] if len(parts) > 1 and parts[0] in hosts else None
 
 
-def _natural(name: str) -> list[tuple[int, int | str]]:
+def natural_order(name: str) -> list[tuple[int, int | str]]:
     """`worker-2` before `worker-10`."""
     return [
         (0, int(piece)) if piece.isdigit() else (1, piece) for piece in re.split(r"(\d+)", name)
