@@ -7,6 +7,9 @@
 
 ``build()`` runs ``build.sh`` (idempotent, Maven Central on first use); ``start_node`` builds,
 launches ``npuwatch.testnode.TestNode`` in a JVM bound to 127.0.0.1 and waits until HTTP answers.
+A node of a cluster of several is started the same way, with the cluster's options
+(``cluster.py``); ``RunningNode.start_again`` starts a stopped or killed node on its data and
+ports.
 """
 
 from __future__ import annotations
@@ -99,14 +102,25 @@ def _answers(url: str) -> bool:
 
 
 class RunningNode:
-    """A started node: ``url`` is ``http://127.0.0.1:PORT``; output goes to ``log_path``."""
+    """A started node: ``url`` is ``http://127.0.0.1:PORT``; output goes to ``log_path``. It is
+    stopped at exit if nobody stopped it before."""
 
-    def __init__(self, url: str, process: subprocess.Popen[bytes], home: Path, log_path: Path):
+    def __init__(
+        self,
+        url: str,
+        process: subprocess.Popen[bytes],
+        home: Path,
+        log_path: Path,
+        command: Sequence[str] = (),
+    ):
         self.url = url
         self.process = process
         self.home = home
         self.log_path = log_path
         self.port = int(url.rsplit(":", 1)[1])
+        self.command = tuple(command)
+        """The JVM's command line (its HTTP port the bound one), to start it again."""
+        _RUNNING.add(self)
 
     def output(self, lines: int = 40) -> str:
         """The last lines the node printed (stdout and stderr)."""
@@ -132,6 +146,15 @@ class RunningNode:
                 self.process.kill()
         return self.process.wait()
 
+    def start_again(self, timeout_s: float = 120) -> None:
+        """Start the node that was stopped or killed, on the same data, HTTP port (and, in a
+        cluster, transport port and name); wait until HTTP answers. Its output is added to
+        ``log_path``."""
+        if self.process.poll() is None:
+            raise NodeError(f"{self!r} is still running")
+        self.process = _relaunch(self.command, self.home, self.log_path, timeout_s, self.port)
+        _RUNNING.add(self)
+
     def __enter__(self) -> RunningNode:
         return self
 
@@ -147,6 +170,85 @@ class RunningNode:
         return f"RunningNode(url={self.url!r}, pid={self.process.pid})"
 
 
+def node_command(
+    home: Path,
+    port: int | None,
+    *,
+    cluster_name: str = "npuwatch-test",
+    jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
+    options: Sequence[str] = (),
+) -> list[str]:
+    """The command that runs TestNode (``options``: a cluster member's, TestNode's usage)."""
+    target = build()
+    classpath = os.pathsep.join([str(target / "classes"), str(target / "lib" / "*")])
+    args = [str(port or 0), str(home), cluster_name, *options]
+    return [_java(), *jvm_opts, "-cp", classpath, MAIN_CLASS, *args]
+
+
+def launch(
+    command: Sequence[str], home: Path, log_path: Path
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the JVM, its output added to ``log_path``; the process and where its output
+    begins in the file (a node started again writes after what it wrote before)."""
+    home.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        begins = log.tell()
+        process = subprocess.Popen(
+            command, cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
+    return process, begins
+
+
+def await_ready(
+    process: subprocess.Popen[bytes],
+    log_path: Path,
+    begins: int,
+    timeout_s: float,
+    port: int | None,
+) -> str:
+    """Wait until the launched node prints READY and answers on HTTP; its URL. Raises NodeError
+    (the process killed) when it exits first or ``timeout_s`` runs out."""
+    deadline = time.monotonic() + timeout_s
+    url: str | None = f"http://127.0.0.1:{port}" if port else None
+    try:
+        while True:
+            if process.poll() is not None:
+                raise NodeError(
+                    f"OpenSearch node exited with code {process.returncode} before it was"
+                    f" ready; last output ({log_path}):\n{_tail(log_path)}"
+                )
+            match = _READY.search(_output_since(log_path, begins))
+            if match:
+                url = match.group(1)
+            if url is not None and (match or port) and _answers(url):
+                return url
+            if time.monotonic() > deadline:
+                raise NodeError(
+                    f"OpenSearch node not ready after {timeout_s:.0f}s; last output"
+                    f" ({log_path}):\n{_tail(log_path)}"
+                )
+            time.sleep(0.25)
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        raise
+
+
+def _output_since(log_path: Path, begins: int) -> str:
+    with log_path.open("rb") as log:
+        log.seek(begins)
+        return log.read().decode("utf-8", errors="replace")
+
+
+def _relaunch(
+    command: Sequence[str], home: Path, log_path: Path, timeout_s: float, port: int
+) -> subprocess.Popen[bytes]:
+    process, begins = launch(command, home, log_path)
+    await_ready(process, log_path, begins, timeout_s, port)
+    return process
+
+
 def start_node(
     home: Path,
     port: int | None = None,
@@ -160,45 +262,16 @@ def start_node(
     ``port=None`` lets the node bind a free port itself (no race with other processes).
     Raises NodeError with the node's last output lines when it exits or times out.
     """
-    target = build()
     home = Path(home).resolve()
-    home.mkdir(parents=True, exist_ok=True)
     log_path = home / "node.log"
-    classpath = os.pathsep.join([str(target / "classes"), str(target / "lib" / "*")])
-    args = [str(port or 0), str(home), cluster_name]
-    cmd = [_java(), *jvm_opts, "-cp", classpath, MAIN_CLASS, *args]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            cmd, cwd=home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-        )
-    deadline = time.monotonic() + timeout_s
-    url: str | None = f"http://127.0.0.1:{port}" if port else None
-    try:
-        while True:
-            if process.poll() is not None:
-                raise NodeError(
-                    f"OpenSearch node exited with code {process.returncode} before it was"
-                    f" ready; last output ({log_path}):\n{_tail(log_path)}"
-                )
-            match = _READY.search(log_path.read_text(encoding="utf-8", errors="replace"))
-            if match:
-                url = match.group(1)
-            if url is not None and (match or port) and _answers(url):
-                break
-            if time.monotonic() > deadline:
-                raise NodeError(
-                    f"OpenSearch node not ready after {timeout_s:.0f}s; last output"
-                    f" ({log_path}):\n{_tail(log_path)}"
-                )
-            time.sleep(0.25)
-    except BaseException:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        raise
-    node = RunningNode(url, process, home, log_path)
-    _RUNNING.add(node)
-    return node
+    home.mkdir(parents=True, exist_ok=True)
+    log_path.write_bytes(b"")
+    command = node_command(home, port, cluster_name=cluster_name, jvm_opts=jvm_opts)
+    process, begins = launch(command, home, log_path)
+    url = await_ready(process, log_path, begins, timeout_s, port)
+    if not port:  # started again, it binds the port it has now
+        command[command.index(MAIN_CLASS) + 1] = url.rsplit(":", 1)[1]
+    return RunningNode(url, process, home, log_path, command)
 
 
 @atexit.register

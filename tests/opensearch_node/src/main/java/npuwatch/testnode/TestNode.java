@@ -3,7 +3,9 @@ package npuwatch.testnode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -23,11 +25,14 @@ import org.opensearch.plugins.Plugin;
 import org.opensearch.transport.Netty4Plugin;
 
 /**
- * A single-node OpenSearch server for tests: plain HTTP on 127.0.0.1, no security plugin,
- * no bootstrap checks, no security manager.
+ * An OpenSearch server for tests: plain HTTP on 127.0.0.1, no security plugin, no bootstrap
+ * checks, no security manager. A single node by default; a member of a cluster of several when
+ * given the cluster's options.
  *
- * <p>Usage: {@code TestNode PORT HOME_DIR [CLUSTER_NAME]}. PORT 0 picks a free port. Prints
- * {@code READY http://127.0.0.1:PORT} on stdout once HTTP is bound; SIGTERM closes the node.
+ * <p>Usage: {@code TestNode PORT HOME_DIR [CLUSTER_NAME] [--node-name NAME --transport-port PORT
+ * --seed-hosts HOST:PORT,... --initial-cluster-manager-nodes NAME,...]}. PORT 0 picks a free
+ * port. Prints {@code READY http://127.0.0.1:PORT} on stdout once HTTP is bound (a cluster's
+ * member: once it has joined the cluster, or after 30 s); SIGTERM closes the node.
  */
 public final class TestNode {
 
@@ -49,6 +54,42 @@ public final class TestNode {
 
     private TestNode() {}
 
+    /** How a member of a cluster of several nodes finds the others (all on 127.0.0.1). */
+    record Membership(
+            String nodeName, int transportPort, List<String> seedHosts, List<String> managers) {
+
+        static final List<String> OPTIONS =
+                List.of(
+                        "--node-name",
+                        "--transport-port",
+                        "--seed-hosts",
+                        "--initial-cluster-manager-nodes");
+
+        /** The membership the options after the positional arguments give; null when none. */
+        static Membership parse(List<String> options) {
+            if (options.isEmpty()) {
+                return null;
+            }
+            Map<String, String> given = new HashMap<>();
+            for (int i = 0; i < options.size(); i += 2) {
+                String name = options.get(i);
+                if (!OPTIONS.contains(name) || i + 1 >= options.size()) {
+                    throw new IllegalArgumentException(
+                            "expected one of " + OPTIONS + " and its value, got " + name);
+                }
+                given.put(name, options.get(i + 1));
+            }
+            if (!given.keySet().containsAll(OPTIONS)) {
+                throw new IllegalArgumentException("a cluster's member needs all of " + OPTIONS);
+            }
+            return new Membership(
+                    given.get("--node-name"),
+                    Integer.parseInt(given.get("--transport-port")),
+                    Arrays.asList(given.get("--seed-hosts").split(",")),
+                    Arrays.asList(given.get("--initial-cluster-manager-nodes").split(",")));
+        }
+    }
+
     static Settings settings(int port, Path home, String clusterName) {
         return Settings.builder()
                 .put("cluster.name", clusterName)
@@ -68,22 +109,54 @@ public final class TestNode {
                 .build();
     }
 
+    /**
+     * The single node's settings, except for discovery: the member finds the others at the seed
+     * hosts and, the first time the cluster forms, elects a cluster manager among the named
+     * nodes. Its transport port is fixed, so that it rejoins at the same address when started
+     * again on its data.
+     */
+    static Settings memberSettings(int port, Path home, String clusterName, Membership member) {
+        return Settings.builder()
+                .put(settings(port, home, clusterName).filter(key -> !"discovery.type".equals(key)))
+                .put("node.name", member.nodeName())
+                .put("transport.port", Integer.toString(member.transportPort()))
+                .putList("discovery.seed_hosts", member.seedHosts())
+                .putList("cluster.initial_cluster_manager_nodes", member.managers())
+                .build();
+    }
+
+    static final String USAGE =
+            "usage: TestNode PORT HOME_DIR [CLUSTER_NAME] [--node-name NAME --transport-port PORT"
+                    + " --seed-hosts HOST:PORT,... --initial-cluster-manager-nodes NAME,...]";
+
     public static void main(String[] args) throws Exception {
         if (args.length < 2) {
-            System.err.println("usage: TestNode PORT HOME_DIR [CLUSTER_NAME]");
+            System.err.println(USAGE);
             System.exit(2);
         }
         int port = Integer.parseInt(args[0]);
         Path home = Paths.get(args[1]).toAbsolutePath();
         String clusterName = args.length > 2 ? args[2] : "npuwatch-test";
+        List<String> options = Arrays.asList(args).subList(Math.min(3, args.length), args.length);
+        Membership member = null;
+        try {
+            member = Membership.parse(options);
+        } catch (IllegalArgumentException e) {
+            System.err.println(e.getMessage() + "\n" + USAGE);
+            System.exit(2);
+        }
+        Settings nodeSettings =
+                member == null
+                        ? settings(port, home, clusterName)
+                        : memberSettings(port, home, clusterName, member);
+        String nodeName = member == null ? "npuwatch-test-node" : member.nodeName();
         Files.createDirectories(home.resolve("config"));
         Files.createDirectories(home.resolve("data"));
         Files.createDirectories(home.resolve("logs"));
 
         Environment env =
                 InternalSettingsPreparer.prepareEnvironment(
-                        settings(port, home, clusterName), Map.of(), null,
-                        () -> "npuwatch-test-node");
+                        nodeSettings, Map.of(), null, () -> nodeName);
         Node node = new EmbeddedNode(env, PLUGINS);
 
         CountDownLatch stopped = new CountDownLatch(1);
