@@ -5,12 +5,14 @@ A summary is one JSON object (docs/reference/host-summary.md):
 
     {"format": "npuwatch-host-summary", "version": 1, "written_by": "0.2.0",
      "root": "/var/log/npu", "host": "worker-3", "context_lines": 50, "rules_applied": true,
-     "scan": {...}, "extracted": [...], "closing": [...], "events": [...], "rules": {...}}
+     "scan": {...}, "extracted": [...], "closing": [...], "events": [...], "rules": {...},
+     "lines": [...], "evidence": [...]}
 
 `scan` holds the host's counts, processes, error codes and first errors (with their lines);
 `extracted` and `closing` the collective facts and failure events in the order they were read;
 `events` the rule events, each with the record that triggered it and its context, and `rules`
-what the report says of each rule they name (title, severity, advice). A summary of another
+what the report says of each rule they name (title, severity, advice); `lines` and `evidence`
+are tables the rest refers to by place, so that a line shown by several events is kept once. A summary of another
 format version is refused with a line saying which version wrote it: the central stage runs the
 same npuwatch as the hosts. Plain data in and out; a summary that is not what it claims to be is
 a SummaryError, never an exception of another kind.
@@ -61,6 +63,8 @@ class _Texts:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self._places: dict[str, int] = {}
+        self.evidence: list[list[Any]] = []
+        self._evidence_places: dict[Evidence, int] = {}
 
     def place(self, text: str) -> int:
         found = self._places.get(text)
@@ -71,6 +75,16 @@ class _Texts:
 
     def places(self, texts: list[str]) -> list[int]:
         return [self.place(text) for text in texts]
+
+    def evidence_place(self, evidence: Evidence) -> int:
+        """The place of an evidence line in the evidence table (the facts of one line share
+        it, as they share one Evidence)."""
+        found = self._evidence_places.get(evidence)
+        if found is None:
+            found = self._evidence_places[evidence] = len(self.evidence)
+            file, line, text, time_us, offset = evidence
+            self.evidence.append([file, line, self.place(text), time_us, offset])
+        return found
 
 
 def summary_text(summary: HostSummary) -> str:
@@ -97,6 +111,7 @@ def summary_text(summary: HostSummary) -> str:
             "events": events,
             "rules": rules,
             "lines": texts.lines,
+            "evidence": texts.evidence,
         },
         ensure_ascii=False,
         separators=(",", ":"),
@@ -124,11 +139,12 @@ def read_summary_text(text: str | bytes, name: str = "summary") -> HostSummary:
     try:
         rules = {str(id_): _rule(id_, value) for id_, value in data["rules"].items()}
         lines = [str(line) for line in data["lines"]]
+        evidence = [_evidence(item, lines) for item in data["evidence"]]
         part = HostPart(
             host=data["host"],
             result=_result(data["scan"], str(data["root"]), lines),
-            extracted=[_extracted(item, lines) for item in data["extracted"]],
-            closing=[_extracted(item, lines) for item in data["closing"]],
+            extracted=[_extracted(item, evidence) for item in data["extracted"]],
+            closing=[_extracted(item, evidence) for item in data["closing"]],
             events=[_event(item, rules, lines) for item in data["events"]],
             rules_applied=bool(data["rules_applied"]),
             listing_problems=[str(problem) for problem in data["listing_problems"]],
@@ -243,20 +259,15 @@ def _optional_int(value: object) -> int | None:
 # -- the collective facts and failure events ---------------------------------------------------
 
 
-def _evidence_data(evidence: Evidence, texts: _Texts) -> list[Any]:
-    file, line, text, time_us, offset = evidence
-    return [file, line, texts.place(text), time_us, offset]
-
-
 def _evidence(data: list[Any], lines: list[str]) -> Evidence:
     file, line, place, time_us, offset = data
-    return Evidence(file, line, lines[place], time_us, offset)
+    return Evidence(file, line, lines[place], _optional_int(time_us), offset)
 
 
 def _extracted_data(item: Extracted, texts: _Texts) -> list[Any] | dict[str, Any]:
     if isinstance(item, Fact):
         # An array, not an object: a host has hundreds of facts, and the names are the bulk.
-        evidence = None if item.evidence is None else _evidence_data(item.evidence, texts)
+        evidence = None if item.evidence is None else texts.evidence_place(item.evidence)
         return [
             "fact",
             *item.process,
@@ -268,26 +279,26 @@ def _extracted_data(item: Extracted, texts: _Texts) -> list[Any] | dict[str, Any
         ]
     values = {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
     values["process"] = list(item.process)
-    values["evidence"] = [_evidence_data(evidence, texts) for evidence in item.evidence]
+    values["evidence"] = [texts.evidence_place(evidence) for evidence in item.evidence]
     return {"event": values}
 
 
-def _extracted(data: Any, lines: list[str]) -> Extracted:
+def _extracted(data: Any, evidence: list[Evidence]) -> Extracted:
     if isinstance(data, list):
-        kind, host, pid, life, name, value, time_us, communicator, evidence = data
-        if kind != "fact":
-            raise ValueError(f"not a fact: {kind!r}")
+        kind, host, pid, life, name, value, time_us, communicator, place = data
+        if kind != "fact" or not (time_us is None or type(time_us) is int):
+            raise ValueError(f"not a fact: {data!r:.200}")
         return Fact(
             ProcessKey(host, pid, life),
             name,
             value,
-            _optional_int(time_us),
+            time_us,
             communicator,
-            None if evidence is None else _evidence(evidence, lines),
+            None if place is None else evidence[place],
         )
     values = dict(data["event"])
     values["process"] = ProcessKey(*values["process"])
-    values["evidence"] = [_evidence(evidence, lines) for evidence in values["evidence"]]
+    values["evidence"] = [evidence[place] for place in values["evidence"]]
     for name in _TUPLE_FIELDS:
         if values.get(name) is not None:
             values[name] = tuple(values[name])
