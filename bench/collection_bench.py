@@ -15,6 +15,8 @@ peak RSS of the largest process), in a process of its own as an operator runs it
 
   scan --jobs N   the text report (to /dev/null), for each N of --jobs; the speed-up of each N
                   beside --jobs 1, measured in the same run (target: >= 1.8x at 2 workers);
+  reference       two one-host scans as two processes side by side against one after the
+                  other: what this machine's two cores give any two processes (the ceiling);
   summarize       one host's stage: `npuwatch summarize HOST_TREE --host NAME -o FILE` of the
                   first host (target: <= 0.5 s for 8 processes x 20,000 lines; FaultDiag's
                   `ascend-fd parse` worker: 2.0-2.3 s), and the summary's size;
@@ -102,6 +104,28 @@ def write_collection(work: Path, hosts: int, lines: int) -> tuple[Path, int, int
     return root, written["lines"], written["bytes"]
 
 
+def machine_ceiling(root: Path, rounds: int) -> float:
+    """How much faster two independent processes get the same work done side by side than one
+    after the other: `scan` of two hosts' trees. Measured in the same run, it is the reference
+    of the speed-up of --jobs 2 (a VM's two vCPUs may share a core, or its memory)."""
+    first, second = sorted(p for p in root.iterdir() if p.is_dir())[:2]
+    command = [sys.executable, "-m", "npuwatch", "scan", "--timezone", "UTC", "--jobs", "1"]
+    apart, together = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for tree in (first, second):
+            subprocess.run([*command, str(tree)], stdout=subprocess.DEVNULL, check=False)
+        apart.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        both = [
+            subprocess.Popen([*command, str(t)], stdout=subprocess.DEVNULL) for t in (first, second)
+        ]
+        for process in both:
+            process.wait()
+        together.append(time.perf_counter() - start)
+    return min(apart) / min(together)
+
+
 def planted(report: dict[str, object]) -> bool:
     incidents = report.get("incidents") or []
     if not incidents:
@@ -131,6 +155,7 @@ def measure(work: Path, hosts: int, lines: int, jobs: list[int], rounds: int) ->
             run, _ = npuwatch("scan", str(root), *common, "--jobs", str(n))
             if n not in scans or run.wall_s < scans[n].wall_s:
                 scans[n] = run
+    ceiling = machine_ceiling(root, rounds)
     reference = scans[jobs[0]]
     for n in jobs:
         speed_up = reference.wall_s / scans[n].wall_s
@@ -139,6 +164,10 @@ def measure(work: Path, hosts: int, lines: int, jobs: list[int], rounds: int) ->
             f"scan --jobs {n}", scans[n], f"{rate:.2f} M lines/s, {speed_up:.2f}x --jobs {jobs[0]}"
         )
 
+    print(
+        f"  reference: this machine runs two scans of one host each, as two processes side by "
+        f"side, {ceiling:.2f}x as fast as one after the other (the most two workers can give)"
+    )
     summaries = work / f"summaries-{hosts}x{NPUS}-{lines}"
     shutil.rmtree(summaries, ignore_errors=True)
     summaries.mkdir()
