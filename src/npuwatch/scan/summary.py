@@ -12,10 +12,10 @@ A summary is one JSON object (docs/reference/host-summary.md):
 `extracted` and `closing` the collective facts and failure events in the order they were read;
 `events` the rule events, each with the record that triggered it and its context, and `rules`
 what the report says of each rule they name (title, severity, advice); `lines` and `evidence`
-are tables the rest refers to by place, so that a line shown by several events is kept once. A summary of another
-format version is refused with a line saying which version wrote it: the central stage runs the
-same npuwatch as the hosts. Plain data in and out; a summary that is not what it claims to be is
-a SummaryError, never an exception of another kind.
+are tables the rest refers to by place, so that a line shown by several events is kept once. A
+summary of another format version is refused with a line saying which version wrote it: the
+central stage runs the same npuwatch as the hosts. Plain data in and out; a summary that is not
+what it claims to be is a SummaryError, never an exception of another kind.
 """
 
 from __future__ import annotations
