@@ -22,11 +22,10 @@ from npuwatch.rules.engine import RuleEngine
 from npuwatch.rules.loader import default_locations, load_rules
 from npuwatch.scan.aggregate import ScanResult
 from npuwatch.scan.central import merge_summaries
-from npuwatch.scan.host_part import HostPart, read_unit
 from npuwatch.scan.hosts import collection_base, collection_hosts
 from npuwatch.scan.summary import HostSummary, read_summary_text, summary_text
 from npuwatch.scan.text import render_scan
-from npuwatch.scan.tree import scan_tree
+from npuwatch.scan.tree import scan_tree, summarize_tree
 from npuwatch.scan.units import plan_scan
 from npuwatch.terminal import Palette
 from tests.conftest import FIXTURES, REAL_LOGS, utc_clock
@@ -78,13 +77,8 @@ def reports(result: ScanResult) -> tuple[dict[str, Any], str]:
 
 def summarized(host_root: Path, host: str) -> HostSummary:
     """What `npuwatch summarize HOST_ROOT --host HOST` writes, read back."""
-    plan = plan_scan(host_root, host, one_host=True)
-    parts = [read_unit(unit, utc_clock(), host_root, engine=engine()) for unit in plan.units]
-    assert len(parts) <= 1
-    part = parts[0] if parts else HostPart(host, ScanResult(str(host_root)), rules_applied=True)
-    part.listing_problems = plan.problems
-    text = summary_text(HostSummary(str(host_root), host, part, 50))
-    return read_summary_text(text, str(host_root))
+    summary = summarize_tree(host_root, host, utc_clock(), engine=engine())
+    return read_summary_text(summary_text(summary), str(host_root))
 
 
 @pytest.mark.parametrize("given", collections())

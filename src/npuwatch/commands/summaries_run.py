@@ -14,10 +14,8 @@ from npuwatch.durable_files import write_atomically
 from npuwatch.parsers.timestamps import LocalClock, resolve_timezone
 from npuwatch.problems import EXIT_USAGE
 from npuwatch.rules.engine import RuleEngine
-from npuwatch.scan.aggregate import ScanResult
-from npuwatch.scan.host_part import HostPart, read_unit
-from npuwatch.scan.summary import HostSummary, summary_text
-from npuwatch.scan.units import plan_scan
+from npuwatch.scan.summary import summary_text
+from npuwatch.scan.tree import summarize_tree
 from npuwatch.terminal import ProgressLine
 from npuwatch.tree_walk import LinkPolicy
 
@@ -28,31 +26,22 @@ def run_summarize(args: argparse.Namespace) -> int:
     except ValueError as problem:
         fail(str(problem))
     root = scan_root(args.root)
-    host = args.host or socket.gethostname()
-    # The tree is this host's, whatever its folders are named (a host's tree of folders of its
-    # own naming would look like a collection to scan).
-    plan = plan_scan(root, host, LinkPolicy(follow=args.follow_links), one_host=True)
     engine = None if args.no_rules else RuleEngine(load_rules_or_fail(args.rules))
     progress = ProgressLine(sys.stderr, "summarizing")
-    files = read = 0
-
-    def file_done(size: int) -> None:
-        nonlocal files, read
-        files += 1
-        read += size
-        progress.update(files, plan.file_count, read)
-
     try:
-        # One unit: every file of a single tree is the named host's.
-        parts = [
-            read_unit(unit, clock, root, args.context, engine, file_done) for unit in plan.units
-        ]
+        summary = summarize_tree(
+            root,
+            args.host or socket.gethostname(),
+            clock,
+            context_lines=args.context,
+            progress=progress.update,
+            engine=engine,
+            links=LinkPolicy(follow=args.follow_links),
+        )
     finally:
         progress.close()
-    part = parts[0] if parts else HostPart(host, ScanResult(str(root)), rules_applied=bool(engine))
-    part.listing_problems = plan.problems
-    text = summary_text(HostSummary(str(root), host, part, args.context)) + "\n"
-    _write(args.output, text.encode())
+    _write(args.output, (summary_text(summary) + "\n").encode())
+    part = summary.part
     problems = part.listing_problems + part.result.problems
     for said in problems:
         error(said)

@@ -241,7 +241,7 @@ class RuleEngine:
             else:
                 waiting.append(event)
         self._waiting = waiting
-        return _by_time(ready)
+        return events_by_time(ready)
 
     def waiting_offsets(self) -> dict[SourceInfo | None, int]:
         """The offset of the earliest trigger of the events still held, per source: a restart
@@ -263,7 +263,7 @@ class RuleEngine:
         self._open.clear()
         for event in ready:
             event.context_complete = True
-        return _by_time(ready)
+        return events_by_time(ready)
 
     # --- matches, thresholds, dedupe --------------------------------------------------------------
 
@@ -419,5 +419,7 @@ def _offsets_known(records: Iterable[Record]) -> bool:
     return all(record.offset is not None for record in records)
 
 
-def _by_time(events: list[Event]) -> list[Event]:
+def events_by_time(events: list[Event]) -> list[Event]:
+    """Events by their first time (those without one last), the order they came in on a tie:
+    the order they are handed out in (and a scan's parts merged in, scan/merge.py)."""
     return sorted(events, key=lambda e: (e.first_us is None, e.first_us or 0))

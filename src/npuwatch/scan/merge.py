@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from itertools import chain
 
 from npuwatch.correlation.correlator import Correlator
-from npuwatch.rules.events import Event
+from npuwatch.rules.engine import events_by_time
 from npuwatch.scan.aggregate import CodeStats, ScanResult
 from npuwatch.scan.host_part import HostPart
 
@@ -39,14 +39,8 @@ def merge_parts(
     correlator.add_all(chain.from_iterable(part.closing for part in parts))
     merged.incidents = correlator.incidents()
     if rules_applied:
-        merged.events = by_time(list(chain.from_iterable(part.events for part in parts)))
+        merged.events = events_by_time(list(chain.from_iterable(part.events for part in parts)))
     return merged
-
-
-def by_time(events: list[Event]) -> list[Event]:
-    """Events by their first time (those without one last), the order they came in on a tie:
-    the order one rule engine gives them in (RuleEngine.flush)."""
-    return sorted(events, key=lambda e: (e.first_us is None, e.first_us or 0))
 
 
 def _add(merged: ScanResult, part: ScanResult) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 from npuwatch.parsers.timestamps import LocalClock
 from npuwatch.rules.engine import RuleEngine
 from npuwatch.scan.aggregate import DEFAULT_CONTEXT_LINES, ScanResult
-from npuwatch.scan.host_part import read_unit
+from npuwatch.scan.host_part import HostPart, read_unit
 from npuwatch.scan.merge import merge_parts
+from npuwatch.scan.summary import HostSummary
 from npuwatch.scan.units import plan_scan
 from npuwatch.scan.workers import read_units
 from npuwatch.tree_walk import NO_LINKS, LinkPolicy
@@ -58,6 +59,28 @@ def scan_tree(
         plan.problems,
         rules_applied=engine is not None,
     )
+
+
+def summarize_tree(
+    root: Path,
+    host: str,
+    clock: LocalClock,
+    context_lines: int = DEFAULT_CONTEXT_LINES,
+    progress: ProgressCallback | None = None,
+    engine: RuleEngine | None = None,
+    links: LinkPolicy = NO_LINKS,
+) -> HostSummary:
+    """One host's stage of a two-stage scan (`npuwatch summarize`): `root` is `host`'s tree,
+    whatever its folders are named (a host's folders of its own naming would look like a
+    collection to scan), read as scan reads one host, into its summary."""
+    plan = plan_scan(root, host, links, one_host=True)
+    done = _Progress(plan.file_count, progress)
+    # One unit at most: every file of a single tree is the named host's.
+    parts = [read_unit(unit, clock, root, context_lines, engine, done.file) for unit in plan.units]
+    part = parts[0] if parts else HostPart(host, ScanResult(str(root)))
+    part.rules_applied = engine is not None
+    part.listing_problems = plan.problems
+    return HostSummary(str(root), host, part, context_lines)
 
 
 class _Progress:
