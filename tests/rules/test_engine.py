@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -299,3 +300,130 @@ def test_a_module_rule_finds_its_records_with_the_parsers_modules_or_without(
                 engine.process(records, stream, data, hints if hinted else None)
             found = [event.trigger.message for event in engine.flush()]
             assert found == expected, (hinted, found)
+
+
+# --- the batch's word search passes over records, never over matches ----------------------------
+
+TRICKY = [
+    ("negated", "log.level == ERROR and not message contains benign"),
+    ("host", "host.name == node-b and message contains disk"),
+    ("module", "log.logger == HCCL and log.level == ERROR"),
+    ("either", "message contains alpha or log.level == WARNING"),
+    ("tags", "log.level == ERROR and (ascend.tags == Timeout or message ~ /exec timeout/i)"),
+    ("kelvin", "log.level == ERROR and message ~ /kernel panic/i"),
+    ("header", "log.level == ERROR and event.original contains 'RUNTIME(3300'"),
+    ("lines", "log.level == ERROR and message ~ /long\\n  alpha/"),
+    ("gbk", "log.level == ERROR and message contains '失败'"),
+    ("code", "error.code == EI0006 or (log.level == ERROR and message ~ /socket.*time ?out/i)"),
+    ("starts", "log.level == ERROR and message startswith exec"),
+    ("quiet", "log.level == WARNING and not message ~ /quiet/"),
+    ("pid", "log.level == WARNING and process.pid == 7"),
+    ("graph", "event.original contains 'ompile graph'"),
+    ("original-i", "event.original ~ /kernel panic/i"),
+]
+"""Conditions a prefilter of the raw text gets wrong: fields that are not in it (host, level,
+module, tags, pid), negations, words only in the header, across a CRLF line end (the text has
+none), in another encoding, folded by case, and literals of the index."""
+
+TRICKY_LINES = (
+    line("ERROR", "HCCL", 1, "[Timeout] exec ran long").encode() + b"\r\n  alpha\r\n",
+    line("ERROR", "RUNTIME", 2, "\u212aernel panic, benign").encode() + b"\n",
+    line("ERROR", "GE", 3, "编译失败").encode("gbk") + b"\n",
+    line("ERROR", "HCCL", 4, "socket 10.0.0.1 timed out").encode() + b"\n",
+    line("ERROR", "HCCL", 5, "link down EI0006").encode() + b"\n",
+    line("WARNING", "GE", 6, "quiet please").encode() + b"\n",
+    line("WARNING", "GE", 7, "loud", pid=7).encode() + b"\n",
+    line("INFO", "GE", 8, "Compile graph 3").encode() + b"\n  second line\n",
+    line("INFO", "GE", 9, "disk alpha").encode() + b"\n",
+    line("ERROR", "RUNTIME", 10, "benign").encode() + b"\n",
+)
+
+
+def every_match(rules: RuleSet, records: list[Record]) -> list[tuple[str, int | None]]:
+    """What the engine must find: every rule's own test on every record, the most specific
+    tier of each record's matches."""
+    found = []
+    for record in records:
+        matched = [rule for rule in rules.rules if rule.predicate(record)]
+        tier = min((rule.spec.fallback for rule in matched), default=0)
+        found += [(rule.id, record.offset) for rule in matched if rule.spec.fallback == tier]
+    return sorted(found)
+
+
+def tricky_rules(tmp_path: Path, *extra: tuple[str, str]) -> RuleSet:
+    text = "".join(
+        rule(name, when, dedupe="{within: 0s}", context="{before: 0, after: 0}")
+        for name, when in [*TRICKY, *extra]
+    )
+    text += rule("last", "log.level == ERROR", fallback="1", dedupe="{within: 0s}")
+    return pack(tmp_path, text)
+
+
+def matches_by_chunks(rules: RuleSet, chunks: list[bytes], hinted: bool) -> list[Any]:
+    engine = RuleEngine(rules)
+    parser = StreamParser(utc_clock(), path=PLOG, host="node-b", batch_index=hinted)
+    stream = engine.stream(parser.source)
+    offset = 0
+    for chunk in chunks:
+        records = parser.feed(chunk, offset)
+        offset += len(chunk)
+        engine.process(records, stream, chunk if hinted else None, parser.last_batch)
+    engine.process(parser.flush(), stream, hints=parser.last_batch if hinted else None)
+    return sorted((event.rule.id, event.trigger.offset) for event in engine.flush())
+
+
+@pytest.mark.parametrize("always", [False, True])
+def test_the_engine_finds_what_every_rule_tested_on_every_record_finds(
+    tmp_path: Path, always: bool
+) -> None:
+    # A rule without an index key (`always`) puts every record in front of every rule.
+    rules = tricky_rules(tmp_path, *([("always", "not process.pid == 1")] if always else []))
+    data = b"".join(TRICKY_LINES)
+    parser = StreamParser(utc_clock(), path=PLOG, host="node-b")
+    expected = every_match(rules, parser.feed(data) + parser.flush())
+    assert {rule_id for rule_id, _ in expected} >= {f"t.{name}" for name, _ in TRICKY}
+    lines = data.splitlines(keepends=True)
+    for chunks in ([data], lines, [b"".join(lines[:2]), b"".join(lines[2:])]):
+        for hinted in (True, False):
+            assert matches_by_chunks(rules, chunks, hinted) == expected, (len(chunks), hinted)
+
+
+def test_a_literal_in_the_chunk_before_still_finds_its_record(tmp_path: Path) -> None:
+    """The parser holds a record until the next one starts: the batch of a chunk starts with a
+    record whose first line, and literal, are in the chunk before."""
+    rules = pack(tmp_path, rule("graph", "event.original contains 'ompile graph'"))
+    first = line("INFO", "GE", 1, "Compile graph 3").encode() + b"\n"
+    chunks = [first, b"  its second line\n", line("INFO", "GE", 2, "next").encode() + b"\n"]
+    for hinted in (True, False):
+        assert matches_by_chunks(rules, chunks, hinted) == [("t.graph", 0)]
+
+
+def test_a_case_insensitive_literal_is_found_in_text_that_is_not_ascii(tmp_path: Path) -> None:
+    rules = pack(tmp_path, rule("panic", "event.original ~ /kernel panic/i"))
+    chunks = [line("INFO", "GE", 1, "\u212aernel panic").encode() + b"\n"]
+    chunks.append(line("INFO", "GE", 2, "next").encode() + b"\n")
+    assert matches_by_chunks(rules, chunks, hinted=True) == [("t.panic", 0)]
+
+
+def test_a_rule_that_dedupes_by_the_file_keeps_files_and_ranks_apart(tmp_path: Path) -> None:
+    rules = pack(
+        tmp_path,
+        rule("err", "log.level == ERROR", dedupe="{within: 1h, by: [host.name, log.file.path]}"),
+    )
+    engine = RuleEngine(rules)
+    other = PLOG.replace("3300_", "3301_")
+    head = "[ERROR] HCCL({}, p):2025-09-14-09:37:01.000.000 [hcom.cc:264]"
+    for path, pid, rank in ((PLOG, 1, None), (PLOG, 2, None), (other, 1, None), (PLOG, 1, 7)):
+        text = head.format(pid) + ("x" if rank is None else f"[hccl-1-0-2-group][{rank}]x")
+        parser = StreamParser(utc_clock(), path=path, host="node-a")
+        records = parser.feed((text + "\n").encode()) + parser.flush()
+        assert [record.rank for record in records] == [rank]
+        stream = engine.stream(parser.source)
+        engine.process(records, stream)
+        stream.close()
+    events = engine.flush()
+    assert sorted((e.source.path == PLOG, e.count) for e in events if e.source) == [
+        (False, 1),
+        (True, 1),
+        (True, 2),
+    ]

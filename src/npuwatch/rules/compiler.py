@@ -9,6 +9,7 @@ every record, which `rules check` reports.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -87,6 +88,12 @@ def compile_condition(node: Node, extractor: Extractor | None = None) -> Compile
         and resolve_field(node.field) in _EXACT_FIELDS
     )
     return Compiled(_predicate(node, extractor), _keys(node), exact)
+
+
+def compile_predicate(node: Node, extractor: Extractor | None = None) -> Predicate:
+    """The predicate of a condition alone (`compile_condition` also finds its index keys, which
+    parses its patterns again)."""
+    return _predicate(node, extractor)
 
 
 def condition_keys(node: Node) -> frozenset[IndexKey] | None:
@@ -365,6 +372,7 @@ def _comparison_keys(node: Comparison) -> frozenset[IndexKey] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def required_literal(pattern: str) -> str | None:
     """The longest run of plain characters that every match of `pattern` must contain."""
     try:

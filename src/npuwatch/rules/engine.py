@@ -1,9 +1,10 @@
 """The rule engine: records in, events out, with thresholds, dedupe and context.
 
-A batch of records is dispatched at C speed: each record's plan key (level, module, format) is
-computed with `map`, the keys whose plan is empty are dropped with `itertools.compress`, and only
-the records left — those that can match something, and those that carry codes — are tested in
-Python. Counting rules (a DEBUG flood) are tallied per batch from the key counts.
+A batch of records is dispatched at C speed (rules/candidates.py): only the records that can
+match a rule are looked at, each with the profile of its signature (rules/profiles.py), the rules
+it matches without a test and the tests left; a test that needs a word of the text runs only on
+the records where the batch's one search found one (rules/word_search.py). Counting rules (a
+DEBUG flood) are tallied per batch from the level counts.
 
 Per stream (one file), a `RuleStream` keeps the records before the current one (context) and the
 events still waiting for the records after them. An event is handed out by `drain()` once its
@@ -17,23 +18,25 @@ one step; threshold state carries over for the rules that remain (by id).
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import compress, repeat
-from operator import attrgetter, contains, or_
+from collections.abc import Callable, Iterable, Sequence
+from itertools import compress
+from operator import attrgetter
 from typing import Any, cast
 
 from npuwatch.records import BatchIndex, Record, SourceInfo
+from npuwatch.rules.candidates import candidates, profiled, words_found
 from npuwatch.rules.events import Event
-from npuwatch.rules.index import Entry, Plan, PlanKey, RuleIndex, build_index
+from npuwatch.rules.index import RuleIndex, build_index
 from npuwatch.rules.loader import RuleSet
 from npuwatch.rules.model import Rule
 from npuwatch.rules.pack import RuleLoadError
+from npuwatch.rules.profiles import most_specific
 
 _US = 1_000_000
 _LEVEL = attrgetter("level")
-_LOGGER = attrgetter("logger")
 _FLAGS = attrgetter("flags")
 _ORIGINAL = attrgetter("original")
+_OFFSET = attrgetter("offset")
 
 
 class _Tally:
@@ -57,15 +60,6 @@ class RuleStream:
         self.window: deque[Record] = deque(maxlen=max(max_before, 1))
         self.pending: list[tuple[Event, int]] = []
         """Events waiting for context after them, with how many records they still need."""
-        self._plans_of: RuleIndex | None = None
-        self._plans: dict[PlanKey, Plan] = {}
-
-    def plans_for(self, index: RuleIndex) -> dict[PlanKey, Plan]:
-        """This stream's plan cache (reset when the rule set was replaced)."""
-        if self._plans_of is not index:
-            self._plans_of = index
-            self._plans = {}
-        return self._plans
 
     def close(self) -> None:
         """The stream ended: its events stop waiting for records after them."""
@@ -141,92 +135,53 @@ class RuleEngine:
             flagged = list(compress(range(len(records)), map(_FLAGS, records)))
         if index.level_counters:
             self._tally(index, levels, records, stream)
-        positions, literal_hits = self._candidates(
-            index, levels, flagged, loggers, records, stream, raw
+        positions, literal_hits = candidates(
+            index, levels, flagged, loggers, records, stream.kind, raw
         )
-        kind = stream.kind
-        plans = stream.plans_for(index)
+        chosen = profiled(index, positions, literal_hits, records, stream.kind)
+        found = words_found(index, chosen, records)
+        order, facts = index.order, index.facts
+        open_events = self._open
+        counts: dict[Rule, int] = {}
         new_pending: list[tuple[Event, int]] = []
-        for position in positions:
+        for position, profile in chosen:
+            matched = profile.matched
             record = records[position]
-            key = (levels[position], record.logger, record.format, kind)
-            plan = plans.get(key)
-            if plan is None:
-                plan = plans[key] = index.plan(key)
-            entries: Sequence[Entry] = plan.entries
-            if record.flags or position in literal_hits:
-                extra = index.extra_entries(record)
-                if extra:
-                    entries = _merge(index, entries, extra)
-            if not entries:
-                continue
-            matched = [rule for rule, test in entries if test is None or test(record)]
-            if not matched:
-                continue
-            if len(matched) > 1:
-                tier = min(rule.spec.fallback for rule in matched)
-                matched = [rule for rule in matched if rule.spec.fallback == tier]
+            if profile.tests:
+                held = found.get(position, 0)
+                if held or profile.untargeted:
+                    passed = [
+                        rule
+                        for rule, test, needs in profile.tests
+                        if (needs is None or needs & held) and test(record)
+                    ]
+                    if passed:
+                        matched = most_specific(
+                            sorted((*profile.fixed, *passed), key=order.__getitem__)
+                        )
+            read: Callable[[Record], tuple[Any, ...]] | None = None
+            tail: tuple[Any, ...] = ()
             for rule in matched:
-                self.match_counts[rule.id] += 1
-                event = self._on_match(index, rule, record, position, records, stream)
-                if event is not None and rule.spec.context.after:
+                counts[rule] = counts.get(rule, 0) + 1
+                rule_id, window, tail_of, thresholded, after = facts[rule]
+                if thresholded and not self._reached(index, rule, record, 1):
+                    continue
+                if tail_of is not read:  # rules that dedupe alike share the record's tail
+                    read = tail_of
+                    tail = read(record)
+                key = (rule_id, tail)
+                if _joins(open_events.get(key), window, record):
+                    continue  # most matches: one more of an event still open
+                event = self._new_event(index, rule, record, position, records, stream, key)
+                if after:
                     new_pending.append((event, position))
+        for rule, count in counts.items():
+            self.match_counts[rule.id] += count
         self._fill_after(records, stream, new_pending)
         stream.window.extend(records)
         last = records[-1].timestamp_us
         if last is not None and last > self._now_us:
             self._now_us = last
-
-    @staticmethod
-    def _candidates(
-        index: RuleIndex,
-        levels: list[str | None],
-        flagged: list[int],
-        loggers: list[str | None] | None,
-        records: Sequence[Record],
-        stream: RuleStream,
-        raw: bytes | None,
-    ) -> tuple[Iterable[int], set[int] | frozenset[int]]:
-        """Positions of the records that can match any rule, found with C-speed passes: a level
-        or module some rule is keyed by, a flag (codes, another format), a literal; and the
-        positions found by a literal. `loggers`, each record's module when the parser gave
-        them, spares reading the modules of a batch that holds none of the rules' modules."""
-        count = len(records)
-        if index.everything or stream.kind in index.kinds:
-            return range(count), frozenset(range(count)) if index.by_literal else frozenset()
-        selectors: Iterator[Any] = map(index.levels.__contains__, levels)
-        modules = index.modules
-        if modules and (loggers is None or not modules.isdisjoint(loggers)):
-            named = map(_LOGGER, records) if loggers is None else loggers
-            selectors = map(or_, selectors, map(modules.__contains__, named))
-        by_key = list(compress(range(count), selectors))
-        positions: Iterable[int] = sorted(set(by_key).union(flagged)) if flagged else by_key
-        if not index.by_literal:
-            return positions, frozenset()
-        # One search of the whole batch per literal first: nearly always the literal is absent.
-        batch: bytes | str = raw if raw is not None else "\n".join(map(_ORIGINAL, records))
-        lowered_batch: bytes | str | None = None
-        originals: list[str] | None = None
-        hits: set[int] = set()
-        for text, ignore_case in index.by_literal:
-            needle: bytes | str = text.encode() if isinstance(batch, bytes) else text
-            if ignore_case:
-                if lowered_batch is None:
-                    lowered_batch = batch.lower()
-                if needle.lower() not in lowered_batch:  # type: ignore[operator]
-                    continue
-            elif needle not in batch:  # type: ignore[operator]
-                continue
-            if originals is None:
-                originals = list(map(_ORIGINAL, records))
-            if ignore_case:
-                matches = map(contains, map(str.lower, originals), repeat(text.lower()))
-            else:
-                matches = map(contains, originals, repeat(text))
-            hits.update(compress(range(count), matches))
-        if not hits:
-            return positions, frozenset()
-        return sorted(hits.union(positions)), hits
 
     def drain(self, now_us: int | None = None) -> list[Event]:
         """Events whose dedupe window has passed (in log time) and whose context is complete."""
@@ -309,19 +264,6 @@ class RuleEngine:
         tally.total = 0
         return True
 
-    def _on_match(
-        self,
-        index: RuleIndex,
-        rule: Rule,
-        record: Record,
-        position: int,
-        records: Sequence[Record],
-        stream: RuleStream,
-    ) -> Event | None:
-        if rule.spec.threshold is not None and not self._reached(index, rule, record, 1):
-            return None
-        return self._open_event(index, rule, record, position, records, stream)
-
     def _open_event(
         self,
         index: RuleIndex,
@@ -332,37 +274,32 @@ class RuleEngine:
         stream: RuleStream,
     ) -> Event | None:
         """A new event, or None when the match joins an event still open in its dedupe window."""
-        spec = rule.spec
-        window = spec.dedupe.within * _US
-        # Whatever a rule groups by, one event never stands for several hosts or ranks: the
-        # lines of the ranks of a job often carry no pid (c10, torch_npu), and an operator must
-        # see which ranks failed and which did not.
-        source = record.source
-        dedupe_key = (
-            rule.id,
-            source.host if source is not None else None,
-            record.rank,
-            *(getter(record) for getter in index.dedupe_getters[rule]),
-        )
-        held = self._open.get(dedupe_key)
-        timestamp = record.timestamp_us
-        if (
-            held is not None
-            and window > 0
-            and (timestamp is None or held.first_us is None or timestamp <= held.first_us + window)
-        ):
-            held.count += 1
-            if timestamp is not None:
-                held.last_us = timestamp
+        rule_id, window, tail_of, _, _ = index.facts[rule]
+        key = (rule_id, tail_of(record))
+        if _joins(self._open.get(key), window, record):
             return None
+        return self._new_event(index, rule, record, position, records, stream, key)
+
+    def _new_event(
+        self,
+        index: RuleIndex,
+        rule: Rule,
+        record: Record,
+        position: int,
+        records: Sequence[Record],
+        stream: RuleStream,
+        dedupe_key: tuple[Any, ...],
+    ) -> Event:
+        """The event of a match that joins none still open, kept open under `dedupe_key`."""
+        spec = rule.spec
         fields = rule.extractor(record) if rule.extractor is not None else {}
         previous = _before(spec.context.before, position, records, stream)
-        event = Event(rule, record, fields, [r.original for r in previous])
+        event = Event(rule, record, fields, list(map(_ORIGINAL, previous)))
         if record.offset is not None and _offsets_known(previous):
             first = previous[0].offset if previous else record.offset
             event.context_span = (cast(int, first), record.offset)
         event.context_complete = spec.context.after == 0
-        if window > 0:
+        if index.facts[rule].window > 0:
             self._open[dedupe_key] = event
         self._waiting.append(event)
         return event
@@ -395,10 +332,19 @@ class RuleEngine:
         stream.pending = still
 
 
-def _merge(index: RuleIndex, plan: Sequence[Entry], extra: list[Entry]) -> list[Entry]:
-    have = {rule for rule, _ in plan}
-    merged = list(plan) + [entry for entry in extra if entry[0] not in have]
-    return sorted(merged, key=lambda entry: index.order[entry[0]])
+def _joins(held: Event | None, window: float, record: Record) -> bool:
+    """Whether a match joins `held`, the event still open under its dedupe key (counted on it
+    then): within `window` µs of the event's first match, in log time."""
+    if held is None or window <= 0:
+        return False
+    timestamp = record.timestamp_us
+    first = held.first_us
+    if timestamp is not None and first is not None and timestamp > first + window:
+        return False
+    held.count += 1
+    if timestamp is not None:
+        held.last_us = timestamp
+    return True
 
 
 def _before(
@@ -416,7 +362,7 @@ def _before(
 def _offsets_known(records: Iterable[Record]) -> bool:
     """Whether every record says where it is in its file: an event's context is then kept in
     the journal as the span of offsets it covers, not as text (see journal/event_context.py)."""
-    return all(record.offset is not None for record in records)
+    return None not in map(_OFFSET, records)
 
 
 def events_by_time(events: list[Event]) -> list[Event]:

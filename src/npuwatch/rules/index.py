@@ -5,7 +5,8 @@ a plog has only a few dozen of. For each key the index builds a plan once: the r
 those four values, each with its condition *specialised* to the key (comparisons on level,
 module, format and kind are decided in advance, so a rule that cannot apply to a module drops
 out, and one that the key proves needs no test at all). Codes, flags and literals add their own
-rules only for the records that carry them.
+rules only for the records that carry them. A record's *signature* adds those to its plan key:
+the index keeps a profile per signature (rules/profiles.py), what its records are tested against.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from npuwatch.records import Flag, Record
-from npuwatch.rules.compiler import Predicate, compile_condition, condition_keys
+from npuwatch.rules.compiler import Predicate, compile_predicate, condition_keys
 from npuwatch.rules.condition import And, Comparison, Node, Not, Or
 from npuwatch.rules.fields import FIELDS, resolve_field
 from npuwatch.rules.loader import RuleSet
 from npuwatch.rules.model import Rule
+from npuwatch.rules.profiles import Profile, build_profile
+from npuwatch.rules.rule_facts import DedupeTail, RuleFacts, facts_of
+from npuwatch.rules.word_search import WordSearch
 
 PlanKey = tuple[str | None, str | None, str, str]
 """(level, module, format, kind)."""
@@ -29,18 +33,30 @@ Entry = tuple[Rule, Predicate | None]
 STREAM_FIELDS = frozenset({"host.name", "log.file.path", "ascend.kind", "ascend.channel"})
 """Fields that are the same for every record of a stream."""
 _DIMENSIONS = {"log.level": 0, "log.logger": 1, "ascend.format": 2, "ascend.kind": 3}
+MAX_PROFILES = 65_536
+"""Signatures kept at most (codes make many in a log of many different errors): the cache is
+emptied when full, and refilled as records come."""
+LiteralKey = tuple[str, bool]
+"""A literal and whether its case is ignored."""
 
 
 class Plan:
     """What a record with a given plan key is tested against."""
 
-    __slots__ = ("counters", "entries")
+    __slots__ = ("counters", "entries", "nodes")
 
-    def __init__(self, entries: tuple[Entry, ...], counters: tuple[Rule, ...]) -> None:
+    def __init__(
+        self,
+        entries: tuple[Entry, ...],
+        counters: tuple[Rule, ...],
+        nodes: tuple[Node | None, ...],
+    ) -> None:
         self.entries = entries
         self.counters = counters
         """Threshold rules that the key proves and that group by stream fields only: they are
         counted per batch instead of tested per record (DEBUG floods are most of a plog)."""
+        self.nodes = nodes
+        """The condition each entry's test compiles, specialised to the key (None: no test)."""
 
 
 @dataclass
@@ -60,7 +76,7 @@ class RuleIndex:
     by_dimension: tuple[dict[str, list[Rule]], ...] = field(
         default_factory=lambda: ({}, {}, {}, {})
     )
-    by_literal: dict[tuple[str, bool], list[Rule]] = field(default_factory=dict)
+    by_literal: dict[LiteralKey, list[Rule]] = field(default_factory=dict)
     always: list[Rule] = field(default_factory=list)
     counting: set[Rule] = field(default_factory=set)
     level_counters: dict[str, list[Rule]] = field(default_factory=dict)
@@ -68,12 +84,30 @@ class RuleIndex:
     levels: frozenset[str | None] = frozenset()
     modules: frozenset[str | None] = frozenset()
     kinds: frozenset[str] = frozenset()
+    formats: frozenset[str] = frozenset()
+    flag_mask: int = 0
+    """The flags that bring a record rules of its own (codes, `ascend.flags` keys, and a line
+    of another encoding when rules are keyed by literals): a record with other flags only, at a
+    level, module and format no rule is keyed by, can match nothing."""
     everything: bool = False
     """Some rule must see every record (no index key, or keyed by format `slog`)."""
     plans: dict[PlanKey, Plan] = field(default_factory=dict)
     group_getters: dict[Rule, tuple[Callable[[Record], Any], ...]] = field(default_factory=dict)
     dedupe_getters: dict[Rule, tuple[Callable[[Record], Any], ...]] = field(default_factory=dict)
+    facts: dict[Rule, RuleFacts] = field(default_factory=dict)
+    """What each match of a rule needs, read once."""
     max_before: int = 0
+    profiles: dict[tuple[Any, ...], Profile] = field(default_factory=dict)
+    """Profiles by signature (rules/profiles.py), filled as records come."""
+    _words: WordSearch | None = field(default=None, repr=False)
+
+    @property
+    def words(self) -> WordSearch:
+        """The words of every rule's text tests, for the search of a batch (word_search.py);
+        made at first use, which a command that reads no record never pays."""
+        if self._words is None:
+            self._words = WordSearch(rule.node for rule in self.rules if rule.node is not None)
+        return self._words
 
     def plan(self, key: PlanKey) -> Plan:
         plan = self.plans.get(key)
@@ -84,6 +118,7 @@ class RuleIndex:
             if value is not None:
                 found.update(self.by_dimension[dimension].get(value, ()))
         entries: list[Entry] = []
+        nodes: list[Node | None] = []
         counters: list[Rule] = []
         for rule in sorted(found, key=self.order.__getitem__):
             if rule in self.counting:
@@ -95,14 +130,57 @@ class RuleIndex:
                 continue
             if node is not True and _found_elsewhere(node, rule):
                 continue  # what is left needs a code, flag or literal: extra_entries brings it
-            predicate = None if node is True else compile_condition(node, rule.extractor).predicate
+            predicate = None if node is True else compile_predicate(node, rule.extractor)
             entries.append((rule, predicate))
-        plan = Plan(tuple(entries), tuple(counters))
+            nodes.append(None if node is True else node)
+        plan = Plan(tuple(entries), tuple(counters), tuple(nodes))
         self.plans[key] = plan
         return plan
 
-    def extra_entries(self, record: Record) -> list[Entry]:
-        """Rules found through the codes, flags and literals of a record."""
+    def profile(
+        self, signature: tuple[Any, ...], record: Record, literals: tuple[LiteralKey, ...]
+    ) -> Profile:
+        """The profile of a signature (plan key first, then flags, literal keys and codes), made
+        from `record`, which has it, and kept; `literals`: the literal keys in its text."""
+        key: PlanKey = signature[:4]
+        plan = self.plan(key)
+        entries: list[tuple[Rule, Predicate | None, Node | None]] = [
+            (rule, test, node) for (rule, test), node in zip(plan.entries, plan.nodes, strict=True)
+        ]
+        if record.flags or literals:
+            have = {rule for rule, _ in plan.entries}
+            entries += [
+                (rule, test, rule.node)
+                for rule, test in self.extra_entries(record, literals)
+                if rule not in have
+            ]
+        profile = build_profile(entries, record, self.order, self.words)
+        if len(self.profiles) >= MAX_PROFILES:
+            self.profiles.clear()
+        self.profiles[signature] = profile
+        return profile
+
+    def literals_in(self, record: Record) -> tuple[LiteralKey, ...]:
+        """The literal keys whose literal is in the record's original text."""
+        original = record.original
+        lowered = None
+        found: list[LiteralKey] = []
+        for key in self.by_literal:
+            text, ignore_case = key
+            if ignore_case:
+                if lowered is None:
+                    lowered = original.lower()
+                if text.lower() in lowered:
+                    found.append(key)
+            elif text in original:
+                found.append(key)
+        return tuple(found)
+
+    def extra_entries(
+        self, record: Record, literals: tuple[LiteralKey, ...] | None = None
+    ) -> list[Entry]:
+        """Rules found through the codes, flags and literals of a record (`literals`: the
+        literal keys in its text, when they were looked for already)."""
         found: list[Rule] = []
         flags = record.flags
         if flags & Flag.HAS_CODES:
@@ -122,17 +200,8 @@ class RuleIndex:
             if flags & bit:
                 found.extend(rules)
         if self.by_literal:
-            original = record.original
-            lowered = None
-            for (text, ignore_case), rules in self.by_literal.items():
-                if ignore_case:
-                    if lowered is None:
-                        lowered = original.lower()
-                    hit = text.lower() in lowered
-                else:
-                    hit = text in original
-                if hit:
-                    found.extend(rules)
+            for key in self.literals_in(record) if literals is None else literals:
+                found.extend(self.by_literal[key])
         return [(rule, None if rule.exact else rule.predicate) for rule in set(found)]
 
 
@@ -150,12 +219,14 @@ def build_index(ruleset: RuleSet) -> RuleIndex:
         "kind": index.by_dimension[3],
         "literal": index.by_literal,
     }
+    tails: dict[tuple[str | None, ...], DedupeTail] = {}
     for rule in rules:
         spec = rule.spec
         index.group_getters[rule] = tuple(
             _getter(name) for name in (spec.threshold.by if spec.threshold else ())
         )
         index.dedupe_getters[rule] = tuple(_getter(name) for name in spec.dedupe.by)
+        index.facts[rule] = facts_of(rule, index.dedupe_getters[rule], tails)
         index.max_before = max(index.max_before, spec.context.before)
         if rule.keys is None:
             index.always.append(rule)
@@ -186,6 +257,10 @@ def build_index(ruleset: RuleSet) -> RuleIndex:
     index.levels = frozenset(index.by_dimension[0])
     index.modules = frozenset(index.by_dimension[1])
     index.kinds = frozenset(index.by_dimension[3])
+    index.formats = frozenset(index.by_dimension[2])
+    index.flag_mask = Flag.HAS_CODES | sum(index.by_flag)
+    if index.by_literal:
+        index.flag_mask |= Flag.INVALID_ENCODING
     index.everything = bool(index.always) or "slog" in index.by_dimension[2]
     return index
 

@@ -83,6 +83,12 @@ class LinearPattern:
         return f"LinearPattern(/{self.source}/{self.flags})"
 
     @property
+    def literals(self) -> Literals | None:
+        """The words every match holds, when the pattern has some (the rule engine looks for
+        them in a whole batch at once: rules/word_search.py)."""
+        return self._literals
+
+    @property
     def lowered(self) -> bool:
         """Whether the prefilter looks in lowered text (a record keeps its lowered text)."""
         return self._literals is not None and self._literals.lowered
@@ -94,7 +100,7 @@ class LinearPattern:
             verdict = self.prefilter(text.lower() if literals.lowered else text)
             if verdict is not None:
                 return verdict
-        return self._search_bytes(_utf8(text))
+        return self._search_bytes(utf8(text))
 
     def prefilter(self, hay: str) -> bool | None:
         """What the words alone say of a text (`hay`: the text, lowered when `lowered`): False,
@@ -110,7 +116,7 @@ class LinearPattern:
 
     def search_unfiltered(self, text: str) -> bool:
         """`search(text)` once the prefilter said None."""
-        return self._search_bytes(_utf8(text))
+        return self._search_bytes(utf8(text))
 
     def named_groups(self, text: str) -> dict[str, str] | None:
         """The named groups that took part in the first match (None: no match)."""
@@ -228,7 +234,8 @@ def _after_set(source: str, position: int) -> int:
     return position
 
 
-def _utf8(text: str) -> bytes:
+def utf8(text: str) -> bytes:
+    """`text` as RE2 reads it: UTF-8, a lone surrogate (from JSON's \\ud800) as U+FFFD."""
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (from JSON's \ud800): RE2 sees U+FFFD
