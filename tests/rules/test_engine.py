@@ -128,6 +128,30 @@ def test_events_wait_for_their_window_in_log_time_then_drain(tmp_path: Path) -> 
     assert [event.trigger.message for event in engine.drain()] == ["x"]
 
 
+def test_an_event_of_a_recent_file_closes_by_that_file_s_own_log_time(tmp_path: Path) -> None:
+    """Another file's later time (or the wall clock) closes no window of a file that wrote
+    lately: its next match, held by the reader until the file went quiet, joins the event."""
+    rules = pack(
+        tmp_path,
+        rule("err", "log.level == ERROR", context="{before: 0, after: 0}", dedupe="{within: 60s}"),
+    )
+    engine = RuleEngine(rules)
+    first, parser = records_of([line("ERROR", "GE", 0, "x")])
+    stream = engine.stream(parser.source)
+    engine.process(first, stream)
+    later, other = records_of(
+        [line("INFO", "GE", 0, "an hour on").replace("09:37:00", "10:37:00")], path=PLOG + ".2"
+    )
+    engine.process(later, engine.stream(other.source))
+    wall = 4_000_000_000_000_000
+    assert engine.drain(recent={parser.source: stream.now_us}) == []
+    assert engine.drain(wall, recent={parser.source: stream.now_us}) == []
+    held, _ = records_of([line("ERROR", "GE", 1, "x again")])
+    engine.process(held, stream)
+    (event,) = engine.drain(wall)  # the file went quiet: the wall clock closes its window
+    assert (event.trigger.message, event.count) == ("x", 2)
+
+
 def test_counting_rules_tally_a_flood_per_batch(tmp_path: Path) -> None:
     rules = pack(
         tmp_path,

@@ -136,8 +136,10 @@ class RulesStage:
                 elif isinstance(item, FileGone):
                     self._gone(item)
                 elif item is None:
-                    # Idle: close dedupe windows by the wall clock, since log time stands still.
-                    self._send_events(self.engine.drain(int(self._wall() * 1_000_000)))
+                    # Idle: close dedupe windows by the wall clock, since log time stands still
+                    # (those of files that wrote lately by their own log time: _recent_clocks).
+                    wall_us = int(self._wall() * 1_000_000)
+                    self._send_events(self.engine.drain(wall_us, self._recent_clocks()))
                 if self._reload_requested or time.monotonic() >= next_rule_check:
                     self._maybe_reload(forced=self._reload_requested)
                     self._reload_requested = False
@@ -154,6 +156,20 @@ class RulesStage:
         for key, stream in self._streams.items():
             if stream.pending and now - self._last_batch.get(key, now) >= self._idle_flush_s:
                 stream.close()
+
+    def _recent_clocks(self) -> dict[SourceInfo | None, int]:
+        """The log time of each file that sent a batch within twice the idle-flush time. Their
+        events close by their own file's time: the reader holds a file's last record until the
+        file has been quiet for the idle-flush time (the queue delays it a little more), and
+        that record must join the events it belongs to, as in `scan`, however far the other
+        files' time (or the wall clock, in a tree of old logs) has gone past their windows."""
+        since = time.monotonic() - 2 * self._idle_flush_s
+        last_batch = self._last_batch
+        return {
+            stream.source: stream.now_us
+            for key, stream in self._streams.items()
+            if last_batch.get(key, since) > since
+        }
 
     def _process(self, batch: ReadBatch) -> None:
         self._last_batch[batch.file_key] = time.monotonic()
@@ -192,7 +208,7 @@ class RulesStage:
         )
         self._checkpoints[batch.file_key] = checkpoint
         work = JournalWork(batch.file_key, batch.source, records, checkpoint=checkpoint)
-        work.events = self._rows(self.engine.drain())
+        work.events = self._rows(self.engine.drain(recent=self._recent_clocks()))
         if self._collective is not None:
             rows, work.states = self._collective.observe(
                 batch.records, batch.file_key, time.monotonic(), batch.first_line

@@ -18,7 +18,7 @@ one step; threshold state carries over for the rules that remain (by id).
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress
 from operator import attrgetter
 from typing import Any, cast
@@ -60,6 +60,8 @@ class RuleStream:
         self.window: deque[Record] = deque(maxlen=max(max_before, 1))
         self.pending: list[tuple[Event, int]] = []
         """Events waiting for context after them, with how many records they still need."""
+        self.now_us = 0
+        """The latest log time of the stream's records (µs; 0: none had a time yet)."""
 
     def close(self) -> None:
         """The stream ended: its events stop waiting for records after them."""
@@ -180,16 +182,25 @@ class RuleEngine:
         self._fill_after(records, stream, new_pending)
         stream.window.extend(records)
         last = records[-1].timestamp_us
-        if last is not None and last > self._now_us:
-            self._now_us = last
+        if last is not None:
+            self._now_us = max(self._now_us, last)
+            stream.now_us = max(stream.now_us, last)
 
-    def drain(self, now_us: int | None = None) -> list[Event]:
-        """Events whose dedupe window has passed (in log time) and whose context is complete."""
+    def drain(
+        self, now_us: int | None = None, recent: Mapping[SourceInfo | None, int] | None = None
+    ) -> list[Event]:
+        """Events whose dedupe window has passed (in log time, or by `now_us`) and whose
+        context is complete. An event of one of the `recent` sources (files that wrote lately,
+        each with its own log time: `RuleStream.now_us`) closes by its own file's time only:
+        while the agent catches up on old files, the log time of the others (or the wall clock)
+        is far past its window before its file's last record, which the reader holds until the
+        file is quiet, has joined it."""
         now = self._now_us if now_us is None else now_us
         ready, waiting = [], []
         for event in self._waiting:
             window = event.rule.spec.dedupe.within * _US
-            closed = event.first_us is None or event.first_us + window < now
+            limit = recent.get(event.trigger.source, now) if recent else now
+            closed = event.first_us is None or event.first_us + window < limit
             if closed and event.context_complete:
                 ready.append(event)
                 self._forget(event)
