@@ -1,7 +1,7 @@
 """npuwatch beside the tools it is measured against, in one run, on a tree of real-format lines.
 
     python bench/anchors.py [--work /tmp/npuwatch-anchors] [--lines 1000000] [--rounds 3]
-                            [--only grep]
+                            [--only grep|scan]
 
 The tree is written once by bench/real_tree.py (real CANN lines from ../shared/real-logs, else
 from the fixture trees) and journaled once by the real agent with its defaults. Then, in
@@ -273,73 +273,8 @@ def report_grep(
         print(line)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/npuwatch-anchors"))
-    parser.add_argument("--lines", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--ship-records", type=int, default=200_000)
-    parser.add_argument(
-        "--only", choices=("all", "grep"), default="all",
-        help="grep: only the grep questions (warm and cold), for trees of 10M lines",
-    )  # fmt: skip
-    args = parser.parse_args()
-    # An installed wheel has its bytecode compiled: measure the commands as users run them,
-    # not recompiling every module at each start.
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    # What is measured in this process (shipping, events read back, the reference loop) runs
-    # with the collector settings the agent and every command use.
-    tune_garbage_collector()
-    tree, journal, lines, size = build(args.work, args.lines)
-    even = even_tree(args.work, args.lines) if args.only == "all" else None
-    empty = args.work / "empty"
-    empty.mkdir(exist_ok=True)
-    rg = shutil.which("rg")
-    npuwatch = [sys.executable, "-m", "npuwatch"]
-    questions = {"literal": LITERAL, "regex": REGEX}
-    figures = Figures()
-    found: dict[str, int] = {}
-    for _ in range(args.rounds):
-        if args.only == "all":
-            figures.add("reference loop", reference_scan(tree))
-            _, cpu, _ = run_scan(tree, as_json=False)  # the report a user reads
-            figures.add("scan", cpu)
-            figures.add("scan, no rules", run_scan(tree, "--no-rules", as_json=False)[1])
-            assert even is not None
-            figures.add("reference loop, even", reference_scan(even))
-            figures.add("scan, even", run_scan(even, as_json=False)[1])
-            figures.add("start-up", wall([*npuwatch, "scan", str(empty)])[0])
-        for name, pattern in questions.items():
-            grep = [*npuwatch, "grep", pattern, "--journal", str(journal)]
-            seconds, output = wall(grep)
-            figures.add(f"grep {name}", seconds)
-            found[f"grep {name}"] = matches(output)
-            evict(journal)
-            figures.add(f"grep {name} cold", wall(grep)[0])
-            if rg is not None:
-                for threads in ("", "-j1"):
-                    command = [rg, *([threads] if threads else []), pattern, str(tree)]
-                    seconds, output = wall(command)
-                    figures.add(f"rg {name}{' ' + threads if threads else ''}", seconds)
-                    found[f"rg {name}"] = matches(output)
-                evict(tree)
-                figures.add(f"rg {name} cold", wall([rg, pattern, str(tree)])[0])
-
-    print(f"{lines:,} lines, {size / 1e6:.0f} MB; min–median of {args.rounds} rounds")
-    report_grep(figures, questions, found, rg is not None)
-    if args.only == "grep":
-        return
-    references: dict[str, list[float]] = {}
-    for _ in range(args.rounds):
-        shipped, build_cpu, reference_cpu = ship_build(journal, args.ship_records)
-        figures.add("ship", build_cpu)
-        for name, seconds in reference_cpu.items():
-            references.setdefault(name, []).append(seconds)
-    for _ in range(args.rounds):
-        events, read, loads = read_events(journal)
-        figures.add("events read", read)
-        figures.add("events loads", loads)
-    journal_size = sum(p.stat().st_size for p in journal.glob("segment-*"))
+def report_scan(figures: Figures, lines: int) -> None:
+    """scan against the plain loop on both trees, its share of rules, and its start-up."""
     scan, loop = figures.best("scan"), figures.best("reference loop")
     print(
         f"scan: {figures.span('scan')} CPU ({lines / scan:,.0f} lines per CPU-second); "
@@ -356,6 +291,81 @@ def main() -> None:
         f"{figures.span('reference loop, even')}: {scan / loop:.2f}× (target ≤ 0.8×)"
     )
     print(f"scan of an empty folder (start-up), wall: {figures.span('start-up')} (target < 0.2 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/npuwatch-anchors"))
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ship-records", type=int, default=200_000)
+    parser.add_argument(
+        "--only", choices=("all", "grep", "scan"), default="all",
+        help="grep: only the grep questions (warm and cold), for trees of 10M lines; scan: "
+        "only scan, its --no-rules and the plain loop on both trees",
+    )  # fmt: skip
+    args = parser.parse_args()
+    # An installed wheel has its bytecode compiled: measure the commands as users run them,
+    # not recompiling every module at each start.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    # What is measured in this process (shipping, events read back, the reference loop) runs
+    # with the collector settings the agent and every command use.
+    tune_garbage_collector()
+    tree, journal, lines, size = build(args.work, args.lines)
+    even = even_tree(args.work, args.lines) if args.only != "grep" else None
+    empty = args.work / "empty"
+    empty.mkdir(exist_ok=True)
+    rg = shutil.which("rg")
+    npuwatch = [sys.executable, "-m", "npuwatch"]
+    questions = {"literal": LITERAL, "regex": REGEX}
+    figures = Figures()
+    found: dict[str, int] = {}
+    for _ in range(args.rounds):
+        if args.only != "grep":
+            figures.add("reference loop", reference_scan(tree))
+            _, cpu, _ = run_scan(tree, as_json=False)  # the report a user reads
+            figures.add("scan", cpu)
+            figures.add("scan, no rules", run_scan(tree, "--no-rules", as_json=False)[1])
+            assert even is not None
+            figures.add("reference loop, even", reference_scan(even))
+            figures.add("scan, even", run_scan(even, as_json=False)[1])
+            figures.add("start-up", wall([*npuwatch, "scan", str(empty)])[0])
+        for name, pattern in questions.items() if args.only != "scan" else ():
+            grep = [*npuwatch, "grep", pattern, "--journal", str(journal)]
+            seconds, output = wall(grep)
+            figures.add(f"grep {name}", seconds)
+            found[f"grep {name}"] = matches(output)
+            evict(journal)
+            figures.add(f"grep {name} cold", wall(grep)[0])
+            if rg is not None:
+                for threads in ("", "-j1"):
+                    command = [rg, *([threads] if threads else []), pattern, str(tree)]
+                    seconds, output = wall(command)
+                    figures.add(f"rg {name}{' ' + threads if threads else ''}", seconds)
+                    found[f"rg {name}"] = matches(output)
+                evict(tree)
+                figures.add(f"rg {name} cold", wall([rg, pattern, str(tree)])[0])
+
+    print(f"{lines:,} lines, {size / 1e6:.0f} MB; min–median of {args.rounds} rounds")
+    if args.only != "scan":
+        report_grep(figures, questions, found, rg is not None)
+    if args.only == "grep":
+        return
+    if args.only == "scan":
+        report_scan(figures, lines)
+        return
+    references: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        shipped, build_cpu, reference_cpu = ship_build(journal, args.ship_records)
+        figures.add("ship", build_cpu)
+        for name, seconds in reference_cpu.items():
+            references.setdefault(name, []).append(seconds)
+    for _ in range(args.rounds):
+        events, read, loads = read_events(journal)
+        figures.add("events read", read)
+        figures.add("events loads", loads)
+    journal_size = sum(p.stat().st_size for p in journal.glob("segment-*"))
+    report_scan(figures, lines)
     print(
         f"journal: {journal_size / 1e6:.0f} MB for {size / 1e6:.0f} MB of logs: "
         f"{journal_size / size:.2f}× (target ≤ 0.35×)"
