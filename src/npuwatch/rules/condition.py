@@ -7,6 +7,8 @@ never loads the grammar. Every node keeps the offset of its text, for error mess
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 Value = str | int | float
@@ -50,3 +52,31 @@ class Or:
 
 
 Node = Comparison | Not | And | Or
+
+
+def settle(node: Node, compare: Callable[[Comparison], Node | bool]) -> Node | bool:
+    """What is left of a condition once `compare` has decided the comparisons it can: True,
+    False, or the rest to test (`compare` gives a comparison it cannot decide back as it is;
+    a node of which nothing was decided is given back itself)."""
+    if isinstance(node, Comparison):
+        return compare(node)
+    if isinstance(node, Not):
+        inner = settle(node.operand, compare)
+        if isinstance(inner, bool):
+            return not inner
+        return node if inner is node.operand else Not(inner, node.loc)
+    is_and = isinstance(node, And)
+    parts: list[Node] = []
+    for operand in node.operands:
+        part = settle(operand, compare)
+        if part is (not is_and):  # False in an And, True in an Or decides it
+            return part
+        if not isinstance(part, bool):
+            parts.append(part)
+    if not parts:
+        return is_and
+    if len(parts) == 1:
+        return parts[0]
+    if len(parts) == len(node.operands) and all(map(operator.is_, parts, node.operands)):
+        return node
+    return And(tuple(parts), node.loc) if is_and else Or(tuple(parts), node.loc)

@@ -17,7 +17,7 @@ from typing import Any
 
 from npuwatch.records import Flag, Record
 from npuwatch.rules.compiler import Predicate, compile_predicate, condition_keys
-from npuwatch.rules.condition import And, Comparison, Node, Not, Or
+from npuwatch.rules.condition import Comparison, Node, settle
 from npuwatch.rules.fields import FIELDS, resolve_field
 from npuwatch.rules.loader import RuleSet
 from npuwatch.rules.model import Rule
@@ -267,32 +267,19 @@ def build_index(ruleset: RuleSet) -> RuleIndex:
 
 def specialise(node: Node, key: PlanKey) -> Node | bool:
     """Decide what the plan key decides in a condition: True, False, or what is left to test."""
-    if isinstance(node, Comparison):
-        dimension = _DIMENSIONS.get(resolve_field(node.field) or "")
-        if dimension is None or node.op not in ("==", "!=", "in", "exists"):
-            return node
+
+    def on_key(comparison: Comparison) -> Node | bool:
+        dimension = _DIMENSIONS.get(resolve_field(comparison.field) or "")
+        if dimension is None or comparison.op not in ("==", "!=", "in", "exists"):
+            return comparison
         value = key[dimension]
-        if node.op == "exists":
+        if comparison.op == "exists":
             return value is not None
-        values = {str(item) for item in node.values}
+        values = {str(item) for item in comparison.values}
         inside = value is not None and value in values
-        return not inside if node.op == "!=" else inside
-    if isinstance(node, Not):
-        inner = specialise(node.operand, key)
-        return (not inner) if isinstance(inner, bool) else Not(inner, node.loc)
-    parts: list[Node] = []
-    is_and = isinstance(node, And)
-    for operand in node.operands:
-        part = specialise(operand, key)
-        if part is (not is_and):  # False in an And, True in an Or decides it
-            return part
-        if not isinstance(part, bool):
-            parts.append(part)
-    if not parts:
-        return is_and
-    if len(parts) == 1:
-        return parts[0]
-    return And(tuple(parts), node.loc) if is_and else Or(tuple(parts), node.loc)
+        return not inside if comparison.op == "!=" else inside
+
+    return settle(node, on_key)
 
 
 def _found_elsewhere(node: Node, rule: Rule) -> bool:

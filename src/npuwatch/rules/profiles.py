@@ -14,12 +14,11 @@ no test at all, and the rest are tested only where the batch's search found a wo
 from __future__ import annotations
 
 import functools
-import operator
 from collections.abc import Iterable, Sequence
 
 from npuwatch.records import Record
 from npuwatch.rules.compiler import Predicate, compile_predicate
-from npuwatch.rules.condition import And, Comparison, Node, Not, Or
+from npuwatch.rules.condition import Comparison, Node, settle
 from npuwatch.rules.fields import resolve_field
 from npuwatch.rules.model import Rule
 from npuwatch.rules.word_search import WordSearch
@@ -97,30 +96,13 @@ def build_profile(
 def decide(node: Node, record: Record) -> Node | bool:
     """What is left of a condition once its comparisons on the signature's fields are decided
     on `record`: True, False, or the rest to test on each record of the signature."""
-    if isinstance(node, Comparison):
-        if resolve_field(node.field) not in SIGNATURE_FIELDS:
-            return node
-        return bool(_comparison_test(node)(record))
-    if isinstance(node, Not):
-        inner = decide(node.operand, record)
-        if isinstance(inner, bool):
-            return not inner
-        return node if inner is node.operand else Not(inner, node.loc)
-    is_and = isinstance(node, And)
-    parts: list[Node] = []
-    for operand in node.operands:
-        part = decide(operand, record)
-        if part is (not is_and):  # False in an And, True in an Or decides it
-            return part
-        if not isinstance(part, bool):
-            parts.append(part)
-    if not parts:
-        return is_and
-    if len(parts) == 1:
-        return parts[0]
-    if len(parts) == len(node.operands) and all(map(operator.is_, parts, node.operands)):
-        return node  # nothing decided: the rule's own test
-    return And(tuple(parts), node.loc) if is_and else Or(tuple(parts), node.loc)
+
+    def on_signature(comparison: Comparison) -> Node | bool:
+        if resolve_field(comparison.field) not in SIGNATURE_FIELDS:
+            return comparison
+        return bool(_comparison_test(comparison)(record))
+
+    return settle(node, on_signature)
 
 
 def most_specific(rules: Sequence[Rule]) -> tuple[Rule, ...]:
