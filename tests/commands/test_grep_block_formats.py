@@ -1,0 +1,76 @@
+"""`npuwatch grep` answers every question the same from a journal of format-3 blocks (text in
+filtered frames) as from the same journal with its blocks in format 2 (one zstd frame), which
+journals written before 0.2.0 hold."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from npuwatch.journal import text_frames
+from npuwatch.journal.block import unpack
+from tests.commands.test_grep_command import grep, journal_files
+from tests.journal.journal_builder import write_journal
+
+QUESTIONS = [
+    ("timeout",),
+    ("notify wait timeout",),
+    (r"error code E\d+",),
+    ("-i", "AICORE"),
+    ("-C", "1", "BuildGraph"),
+    ("--json", "TaskFail"),
+    ("-F", "[IMP] link"),
+    ("rank \\d waited",),
+    ("--level", "ERROR", "code"),
+    ("--module", "GE", "graph"),
+    ("(?<!x)done",),
+    ("设备",),
+    ("no such text anywhere",),
+    ("Rank\\[2\\] failed",),
+]
+
+
+def as_format_2(directory: Path) -> None:
+    """Every block of the journal rewritten as npuwatch 0.1 wrote it."""
+    compressor = zstandard.ZstdCompressor(level=1, write_checksum=True)
+    for segment in sorted(directory.glob("segment-*.db")):
+        with closing(sqlite3.connect(segment)) as db, db:
+            rows = db.execute("SELECT id, payload FROM blocks").fetchall()
+            for block_id, payload in rows:
+                assert payload[:1] == b"f"
+                body = bytearray(unpack(payload))
+                body[0] = 2
+                old = b"s" + compressor.compress(bytes(body))
+                db.execute("UPDATE blocks SET payload = ? WHERE id = ?", (old, block_id))
+
+
+@pytest.fixture(scope="module")
+def journals(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("formats")
+    files = journal_files()
+    with pytest.MonkeyPatch.context() as patch:  # frames of a record or two: many a block
+        patch.setattr(text_frames, "FRAME_CHARACTERS", 100)
+        write_journal(root / "new", files)
+        write_journal(root / "old", files)
+    as_format_2(root / "old")
+    return root / "new", root / "old"
+
+
+@pytest.mark.parametrize("question", QUESTIONS, ids=" ".join)
+def test_grep_prints_the_same_from_format_3_and_format_2_blocks(
+    journals: tuple[Path, Path], question: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    new, old = journals
+    status_new = grep(new, *question)
+    printed_new = capsys.readouterr()
+    status_old = grep(old, *question)
+    printed_old = capsys.readouterr()
+    assert (status_new, printed_new.out, printed_new.err) == (
+        status_old,
+        printed_old.out,
+        printed_old.err,
+    )
