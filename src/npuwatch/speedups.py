@@ -1,10 +1,11 @@
 """Whether this installation runs npuwatch's C speedups, said where an operator looks.
 
 Three C extensions do the per-line work: the parser's first pass, the columns of journal
-blocks and the trigram filters of their text frames. Both are optional (setup.py): a host that installed from the source distribution
-without a C compiler or its Python's headers runs the identical pure-Python code, at about 2.4
-times the CPU a line next to the training job. Nothing else shows which one a host runs, so
-`npuwatch --version`, `doctor`, the agent's start and its `npuwatch_build_info` metric say it.
+blocks and the trigram filters of their text frames. All are optional (setup.py): a host that
+installed from the source distribution without a C compiler or its Python's headers runs the
+identical pure-Python code, at about 2.4 times the CPU a line next to the training job. Nothing
+else shows which one a host runs, so `npuwatch --version`, `doctor`, the agent's start and its
+`npuwatch_build_info` metric say it.
 """
 
 from __future__ import annotations
