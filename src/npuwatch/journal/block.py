@@ -326,7 +326,7 @@ def _unpack(payload: bytes) -> bytes:
         return zstandard.ZstdDecompressor().decompress(body, max_output_size=_LARGEST_BLOCK_BYTES)
     if marker == _FRAMED:
         framed = FramedBlock.read(payload)
-        return framed.head() + framed.text()
+        return framed.body()
     if marker == b"z":  # zlib, which the first journals of this format used
         return zlib.decompress(body)
     if marker != b"-":

@@ -71,7 +71,7 @@ def pack(head: bytes, text: str, starts: Sequence[int], count: int) -> tuple[byt
     text in UTF-8."""
     bounds = frame_bounds(starts, count)
     frames = [text[starts[a] : starts[b] - 1].encode("utf-8") for a, b in pairwise(bounds)]
-    raw_dictionary = b"\n".join(frames)[:DICTIONARY_BYTES] if frames else b""
+    raw_dictionary = _leading(frames, DICTIONARY_BYTES)
     plain = zstandard.ZstdCompressor(level=1, write_checksum=True)
     if len(raw_dictionary) >= _SHORTEST_DICTIONARY:
         dictionary = zstandard.ZstdCompressionDict(
@@ -96,6 +96,17 @@ def pack(head: bytes, text: str, starts: Sequence[int], count: int) -> tuple[byt
         [MARKER, layout, stored_head, table, filters, stored_dictionary, *compressed]
     )
     return payload, sum(map(len, frames)) + max(len(frames) - 1, 0)
+
+
+def _leading(frames: list[bytes], size: int) -> bytes:
+    """The first `size` bytes of the frames joined by newlines (without joining them all)."""
+    taken, total = [], 0
+    for frame in frames:
+        taken.append(frame)
+        total += len(frame) + 1
+        if total >= size:
+            break
+    return b"\n".join(taken)[:size]
 
 
 @dataclass(frozen=True)
@@ -185,10 +196,17 @@ class FramedBlock:
             self.payload[self.frame_at[index] : self.frame_at[index + 1]], decompressor
         )
 
-    def text(self) -> bytes:
-        """Every frame's text joined by newlines: the text of a format-2 block."""
+    def body(self) -> bytes:
+        """The head, then every frame's text joined by newlines: what a format-2 block's one
+        zstd frame held. Each frame is written once into the result (joining the frames and
+        then adding the head copied the block's text twice, a third of a whole block's read)."""
         decompressor = self.decompressor()
-        return b"\n".join(self.frame(index, decompressor) for index in range(self.frame_count))
+        body = bytearray(self.head())
+        for index in range(self.frame_count):
+            if index:
+                body += b"\n"
+            body += self.frame(index, decompressor)
+        return bytes(body)
 
 
 def _decompress(frame: bytes, decompressor: zstandard.ZstdDecompressor | None = None) -> bytes:
