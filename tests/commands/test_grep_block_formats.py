@@ -12,7 +12,8 @@ import pytest
 import zstandard
 
 from npuwatch.journal import text_frames
-from npuwatch.journal.block import unpack
+from npuwatch.journal.block import decode_block, unpack
+from npuwatch.journal.text_frames import FramedBlock
 from tests.commands.test_grep_command import grep, journal_files
 from tests.journal.journal_builder import write_journal
 
@@ -74,3 +75,29 @@ def test_grep_prints_the_same_from_format_3_and_format_2_blocks(
         printed_old.out,
         printed_old.err,
     )
+
+
+def test_a_damaged_frame_costs_grep_its_own_records_and_is_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text_frames, "FRAME_CHARACTERS", 100)
+        write_journal(tmp_path / "journal", journal_files())
+    assert grep(tmp_path / "journal", "--no-filename", "0") == 0
+    every = capsys.readouterr().out.splitlines()
+    segment = next((tmp_path / "journal").glob("segment-*.db"))
+    with closing(sqlite3.connect(segment)) as db, db:
+        block_id, payload = db.execute("SELECT id, payload FROM blocks ORDER BY id").fetchone()
+        framed = FramedBlock.read(payload)
+        assert framed.frame_count > 2
+        at = (framed.frame_at[1] + framed.frame_at[2]) // 2  # inside the second frame
+        damaged = payload[:at] + bytes([payload[at] ^ 0x5A]) + payload[at + 1 :]
+        db.execute("UPDATE blocks SET payload = ? WHERE id = ?", (damaged, block_id))
+        lost = decode_block(payload)[framed.bounds[1] : framed.bounds[2]]
+    grep(tmp_path / "journal", "--no-filename", "0")
+    printed = capsys.readouterr()
+    lost_lines = {line for record in lost for line in record.original.splitlines()}
+    assert lost_lines and printed.out.splitlines() == [
+        line for line in every if line not in lost_lines
+    ]
+    assert "is damaged" in printed.err and "frame 1" in printed.err

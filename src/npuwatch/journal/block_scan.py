@@ -6,7 +6,9 @@ block's whole text at C speed, and only the records where a match starts are bui
 
 Decompressing the blocks is a third of this plan's time, and zstd frees the interpreter while
 it works: the next block is unpacked in a thread while this one is searched (on the 1M-line
-journal of bench/anchors.py, 0.13 s instead of 0.20 s for the 73 blocks on two cores)."""
+journal of bench/anchors.py, 0.13 s instead of 0.20 s for the 73 blocks on two cores). In a
+format-3 block the thread tests the frames' trigram filters and decompresses only the frames
+that may hold the pattern's literal (frame_search.py)."""
 
 from __future__ import annotations
 
