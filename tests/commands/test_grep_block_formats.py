@@ -12,7 +12,9 @@ import pytest
 import zstandard
 
 from npuwatch.journal import text_frames
-from npuwatch.journal.block import decode_block, unpack
+from npuwatch.journal.block import _HEADER as HEADER
+from npuwatch.journal.block import decode_block, text_start, unpack
+from npuwatch.journal.block_sparse import decode_sparse, encode_sparse
 from npuwatch.journal.text_frames import FramedBlock
 from tests.commands.test_grep_command import grep, journal_files
 from tests.journal.journal_builder import write_journal
@@ -35,6 +37,20 @@ QUESTIONS = [
 ]
 
 
+def format_2_body(body: bytes) -> bytes:
+    """A format-3 block's uncompressed columns and text laid out as format 2 (its sparse
+    columns as JSON)."""
+    version, count, dictionary_length, sparse_length = HEADER.unpack_from(body)
+    assert version == 3
+    end = text_start(body)
+    flags, codes = decode_sparse(3, body[end - sparse_length : end])
+    sparse = encode_sparse(
+        2, [[p, f] for p, f in flags.items()], [[p, c] for p, c in codes.items()]
+    )
+    header = HEADER.pack(2, count, dictionary_length, len(sparse))
+    return header + body[HEADER.size : end - sparse_length] + sparse + body[end:]
+
+
 def as_format_2(directory: Path) -> None:
     """Every block of the journal rewritten as npuwatch 0.1 wrote it."""
     compressor = zstandard.ZstdCompressor(level=1, write_checksum=True)
@@ -43,9 +59,7 @@ def as_format_2(directory: Path) -> None:
             rows = db.execute("SELECT id, payload FROM blocks").fetchall()
             for block_id, payload in rows:
                 assert payload[:1] == b"f"
-                body = bytearray(unpack(payload))
-                body[0] = 2
-                old = b"s" + compressor.compress(bytes(body))
+                old = b"s" + compressor.compress(format_2_body(unpack(payload)))
                 db.execute("UPDATE blocks SET payload = ? WHERE id = ?", (old, block_id))
 
 

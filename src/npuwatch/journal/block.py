@@ -34,6 +34,7 @@ import zstandard
 from npuwatch.bounded_numbers import fits
 from npuwatch.journal.block_columns import NONE as _NONE
 from npuwatch.journal.block_columns import Columns, block_columns, text_starts
+from npuwatch.journal.block_sparse import decode_sparse, encode_sparse
 from npuwatch.journal.rows import StoredRecord
 from npuwatch.journal.text_frames import MARKER as _FRAMED
 from npuwatch.journal.text_frames import FramedBlock
@@ -46,9 +47,12 @@ if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
 _EXPORTED_FLAGS = 0xFFFF
 """Internal flag bits (above 16) are hints for the rule engine, not facts worth keeping."""
 _HEADER = struct.Struct("<BIII")
-"""Format version, record count, length of the dictionary JSON, length of the columns JSON."""
+"""Format version, record count, length of the dictionary JSON, length of the sparse columns."""
 _VERSION = 3
-"""The version a block is written with; the columns' layout is format 2's, the text is framed."""
+"""The version a compressed block is written with: its text framed (text_frames.py), its sparse
+columns binary (block_sparse.py). An uncompressed block (tests, `compress = false`) has no frames
+to filter and is written in format 2."""
+_PLAIN_VERSION = 2
 _READABLE = (2, 3)
 _FIXED_BYTES_PER_RECORD = 4 * 8 + 4
 """Times, offsets, end offsets and pids (8 bytes each), the text length (4)."""
@@ -135,11 +139,12 @@ def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlo
     count = len(records)
     columns = block_columns(records, NOTABLE_LEVELS, _EXPORTED_FLAGS)
     # Flags and codes are rare: kept as (position, value) pairs, not a column each.
+    version = _VERSION if compress else _PLAIN_VERSION
     dictionary = json.dumps(columns.names).encode()
-    sparse = json.dumps([columns.flags, columns.codes]).encode()
+    sparse = encode_sparse(version, columns.flags, columns.codes)
     joined = "\n".join(columns.originals)
     head = [
-        _HEADER.pack(_VERSION, count, len(dictionary), len(sparse)),
+        _HEADER.pack(version, count, len(dictionary), len(sparse)),
         columns.times,
         columns.offsets,
         columns.ends,
@@ -402,7 +407,7 @@ def _columns(body: bytes, with_text: bool = True) -> BlockColumns:
     logger_index = take(kind, count)
     names = json.loads(bytes(view[:dictionary_length]))
     view = view[dictionary_length:]
-    sparse_flags, sparse_codes = json.loads(bytes(view[:columns_length]))
+    flags, codes = decode_sparse(version, bytes(view[:columns_length]))
     text = str(view[columns_length:], "utf-8")
     if with_text and len(text) != max(sum(lengths) + count - 1, 0):  # the rest of the blob
         raise ValueError("block text does not match its lengths")
@@ -423,7 +428,7 @@ def _columns(body: bytes, with_text: bool = True) -> BlockColumns:
         level_index,
         logger_index,
         names,
-        dict(sparse_flags),
-        dict(sparse_codes),
+        flags,
+        codes,
         text,
     )
