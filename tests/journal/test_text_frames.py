@@ -27,6 +27,7 @@ from npuwatch.journal.block_search import BlockSearch, decode_matching
 from npuwatch.journal.frame_search import OpenedFrames, frames_matching, unpack_for
 from npuwatch.journal.text_frames import FramedBlock
 from npuwatch.journal.trigram_filter import (
+    filter_passing_everything,
     filter_python,
     passing_frames,
     passing_python,
@@ -163,6 +164,20 @@ def test_a_frame_the_filters_pass_over_never_holds_the_literal(
     for index in range(framed.frame_count):
         if literal in framed.frame(index, decompressor):
             assert index in passing
+
+
+def test_without_the_c_pass_every_frame_passes_and_the_search_finds_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    records = many_records()
+    search = BlockSearch.of(re.compile("timed out"))
+    with_filters = searched_by_frames(encode_block(records).payload, search)
+    monkeypatch.setattr(text_frames, "trigram_filter", filter_passing_everything)
+    framed = encode_block(records).payload
+    assert FramedBlock.read(framed).passing(probes_of(b"no such text", 13)) == list(
+        range(FramedBlock.read(framed).frame_count)
+    )
+    assert searched_by_frames(framed, search) == with_filters
 
 
 # --- the frame search finds what the block search finds ----------------------------------------

@@ -12,7 +12,10 @@ a 16 KiB frame holds about 3,900 distinct trigrams; at 8,192 bits (1 KiB a frame
 twice the bits: the smaller filter keeps the journal within its size budget.
 
 The C extension (`_trigrams.c`) builds and tests the filters; the functions below are its
-contract and the fallback where no compiler was present (correct, and far slower to build).
+contract. Where it was not built, blocks are written with filters of every bit set
+(`filter_passing_everything`): building them in Python took 0.54 s of CPU a MiB of text against
+2.2 ms in C, more than parsing the lines, so such a host's journal is as searchable as ever but
+its frames are never skipped.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ def filter_python(frame: bytes, log2_bits: int) -> bytes:
         bit = _bit(frame[at] << 16 | frame[at + 1] << 8 | frame[at + 2], log2_bits)
         bits[bit >> 3] |= 1 << (bit & 7)
     return bytes(bits)
+
+
+def filter_passing_everything(frame: bytes, log2_bits: int) -> bytes:
+    """A filter that holds every trigram: no literal rules its frame out."""
+    return b"\xff" * (1 << (log2_bits - 3))
 
 
 def passing_python(filters: bytes, log2_bits: int, probes: bytes) -> list[int]:
@@ -69,10 +77,10 @@ def _choose() -> tuple[Callable[[bytes, int], bytes], Callable[[bytes, int, byte
     try:
         from npuwatch.journal import _trigrams  # type: ignore[attr-defined]  # noqa: PLC0415
     except ImportError:
-        return filter_python, passing_python
+        return filter_passing_everything, passing_python
     return _trigrams.trigram_filter, _trigrams.passing_frames
 
 
 trigram_filter, passing_frames = _choose()
-"""The C functions when they were built, else the Python ones above."""
-NATIVE = trigram_filter is not filter_python
+"""The C functions when they were built, else a filter passing everything and the Python test."""
+NATIVE = trigram_filter is not filter_passing_everything
