@@ -1,6 +1,7 @@
 """Build of the optional C extensions; everything else is declared in pyproject.toml.
 
-The extensions speed up the first parsing pass and the columns of journal blocks. They are
+The extensions speed up the first parsing pass, the columns of journal blocks and the trigram
+filters of their text frames. They are
 optional: where no C compiler is present the build carries on and npuwatch uses the identical
 pure-Python implementations (and says so: `npuwatch --version`, `doctor`).
 
@@ -36,6 +37,7 @@ setup(
     ext_modules=[
         extension("npuwatch.parsers._speedups", "src/npuwatch/parsers/_speedups.c"),
         extension("npuwatch.journal._columns", "src/npuwatch/journal/_columns.c"),
+        extension("npuwatch.journal._trigrams", "src/npuwatch/journal/_trigrams.c"),
     ],
     options={"bdist_wheel": {"py_limited_api": "cp311"}} if STABLE_ABI else {},
 )

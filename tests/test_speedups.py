@@ -24,8 +24,8 @@ from npuwatch.speedups import speedups
 from tests.conftest import REAL_LOGS, REPO
 
 OFF = (
-    "C speedups off: first pass and block columns in pure Python, the same records at about "
-    "2.4x the CPU a line"
+    "C speedups off: first pass, block columns and trigram filters in pure Python, the same "
+    "records at about 2.4x the CPU a line"
 )
 
 

@@ -1,10 +1,11 @@
 """Whether this installation runs npuwatch's C speedups, said where an operator looks.
 
-Two C extensions do the per-line work: the parser's first pass and the columns of journal
-blocks. Both are optional (setup.py): a host that installed from the source distribution
-without a C compiler or its Python's headers runs the identical pure-Python code, at about 2.4
-times the CPU a line next to the training job. Nothing else shows which one a host runs, so
-`npuwatch --version`, `doctor`, the agent's start and its `npuwatch_build_info` metric say it.
+Three C extensions do the per-line work: the parser's first pass, the columns of journal
+blocks and the trigram filters of their text frames. All are optional (setup.py): a host that
+installed from the source distribution without a C compiler or its Python's headers runs the
+identical pure-Python code, at about 2.4 times the CPU a line next to the training job. Nothing
+else shows which one a host runs, so `npuwatch --version`, `doctor`, the agent's start and its
+`npuwatch_build_info` metric say it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import npuwatch
 EXTENSIONS = {
     "first pass": "npuwatch.parsers._speedups",
     "block columns": "npuwatch.journal._columns",
+    "trigram filters": "npuwatch.journal._trigrams",
 }
 """Each C extension by what it speeds up."""
 
@@ -51,7 +53,9 @@ class Speedups:
         """One phrase: `C speedups on`, or what is off and what it costs."""
         if self.on:
             return "C speedups on"
-        return f"C speedups off: {' and '.join(self.missing)} in pure Python, {COST}"
+        missing = list(self.missing)
+        named = ", ".join(missing[:-1]) + " and " if len(missing) > 1 else ""
+        return f"C speedups off: {named}{missing[-1]} in pure Python, {COST}"
 
 
 def speedups() -> Speedups:

@@ -27,7 +27,11 @@ def package_files() -> set[str]:
     return {name.removeprefix("src/") for name in names if name.startswith(PACKAGE)}
 
 
-EXTENSION_SOURCES = {"npuwatch/parsers/_speedups.c", "npuwatch/journal/_columns.c"}
+EXTENSION_SOURCES = {
+    "npuwatch/parsers/_speedups.c",
+    "npuwatch/journal/_columns.c",
+    "npuwatch/journal/_trigrams.c",
+}
 C_SOURCES = {*EXTENSION_SOURCES, "npuwatch/limited_api.h"}
 STABLE_ABI = sys.version_info >= (3, 11)
 """From 3.11 on the extensions are built for the stable ABI (setup.py)."""

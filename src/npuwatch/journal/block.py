@@ -9,6 +9,10 @@ The blob holds, for n records: times, offsets, end offsets, flags and text lengt
 fixed-size integers; levels and modules as one byte per record pointing into a small dictionary;
 pids and codes as JSON; and the original texts joined by newlines. Decoding gives
 `rows.StoredRecord`s.
+
+Format 3 (written since 0.2.0) keeps these columns and this text, but compresses the text in
+frames of about 16 KiB with a trigram filter each (text_frames.py), so that `grep` decompresses
+only the frames that may hold its literal. Format 2 blocks (one zstd frame) are still read.
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ import zstandard
 from npuwatch.bounded_numbers import fits
 from npuwatch.journal.block_columns import NONE as _NONE
 from npuwatch.journal.block_columns import Columns, block_columns, text_starts
+from npuwatch.journal.block_sparse import decode_sparse, encode_sparse
 from npuwatch.journal.rows import StoredRecord
+from npuwatch.journal.text_frames import MARKER as _FRAMED
+from npuwatch.journal.text_frames import FramedBlock
+from npuwatch.journal.text_frames import pack as pack_frames
 from npuwatch.vocabulary import NOTABLE_LEVELS
 
 if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
@@ -39,8 +47,13 @@ if TYPE_CHECKING:  # the query side (`grep`) never loads the record schema
 _EXPORTED_FLAGS = 0xFFFF
 """Internal flag bits (above 16) are hints for the rule engine, not facts worth keeping."""
 _HEADER = struct.Struct("<BIII")
-"""Format version, record count, length of the dictionary JSON, length of the columns JSON."""
-_VERSION = 2
+"""Format version, record count, length of the dictionary JSON, length of the sparse columns."""
+_VERSION = 3
+"""The version a compressed block is written with: its text framed (text_frames.py), its sparse
+columns binary (block_sparse.py). An uncompressed block (tests, `compress = false`) has no frames
+to filter and is written in format 2."""
+_PLAIN_VERSION = 2
+_READABLE = (2, 3)
 _FIXED_BYTES_PER_RECORD = 4 * 8 + 4
 """Times, offsets, end offsets and pids (8 bytes each), the text length (4)."""
 _LARGEST_BLOCK_BYTES = 1 << 30
@@ -126,11 +139,12 @@ def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlo
     count = len(records)
     columns = block_columns(records, NOTABLE_LEVELS, _EXPORTED_FLAGS)
     # Flags and codes are rare: kept as (position, value) pairs, not a column each.
+    version = _VERSION if compress else _PLAIN_VERSION
     dictionary = json.dumps(columns.names).encode()
-    sparse = json.dumps([columns.flags, columns.codes]).encode()
-    text = "\n".join(columns.originals).encode("utf-8")
-    parts = [
-        _HEADER.pack(_VERSION, count, len(dictionary), len(sparse)),
+    sparse = encode_sparse(version, columns.flags, columns.codes)
+    joined = "\n".join(columns.originals)
+    head = [
+        _HEADER.pack(version, count, len(dictionary), len(sparse)),
         columns.times,
         columns.offsets,
         columns.ends,
@@ -141,19 +155,16 @@ def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlo
         columns.logger_index,
         dictionary,
         sparse,
-        text,
     ]
     if compress:
         # zstd at level 1: 3 times the speed of zlib's fastest level, and smaller output
         # (459 against 135 MB/s, 7.8 against 5.5 times, on the benchmark's DEBUG plog).
-        # With its checksum, a block damaged on disk fails to decode instead of decoding wrong.
-        # The parts are fed one by one (the size is pledged, so the frame still states it):
-        # joining them first would copy the whole text once more.
-        compressor = zstandard.ZstdCompressor(level=1, write_checksum=True)
-        stream = compressor.compressobj(size=sum(map(len, parts)))
-        payload = b"".join([b"s", *map(stream.compress, parts), stream.flush()])
+        # With its checksums, a block damaged on disk fails to decode instead of decoding wrong.
+        starts = text_starts(array("I", columns.lengths))
+        payload, raw_bytes = pack_frames(b"".join(head), joined, starts, count)
     else:
-        payload = b"-" + b"".join(parts)
+        text = joined.encode("utf-8")
+        payload, raw_bytes = b"-" + b"".join([*head, text]), len(text)
     all_codes = sorted(set().union(*(codes for _, codes in columns.codes)))
     summary = BlockSummary(
         count=count,
@@ -165,7 +176,7 @@ def encode_block(records: Sequence[Record], compress: bool = True) -> EncodedBlo
         pids=_members(columns.distinct_pids),
     )
     tally = _tally(records, columns)
-    return EncodedBlock(summary, payload, len(text), _notable(records, columns.notable), tally)
+    return EncodedBlock(summary, payload, raw_bytes, _notable(records, columns.notable), tally)
 
 
 def _notable(records: Sequence[Record], positions: list[int]) -> list[NotableRecord]:
@@ -258,11 +269,15 @@ class BlockColumns:
         return all(map(lt, offsets, offsets[1:]))
 
     def record(self, index: int) -> StoredRecord:
+        start = self.starts[index]
+        return self.record_with(index, self.text[start : start + self.lengths[index]])
+
+    def record_with(self, index: int, original: str) -> StoredRecord:
+        """Record `index` with its text taken elsewhere (a frame of a format-3 block)."""
         time = self.times[index]
         offset = self.offsets[index]
         end = self.ends[index]
         pid = self.pids[index]
-        start = self.starts[index]
         return StoredRecord(  # positional: keywords make a NamedTuple slower to build
             None if time == _NONE else time,
             self.names[self.level_index[index]],
@@ -272,7 +287,7 @@ class BlockColumns:
             self.flags.get(index, 0),
             None if offset == _NONE else offset,
             None if end == _NONE else end,
-            self.text[start : start + self.lengths[index]],
+            original,
         )
 
 
@@ -314,6 +329,9 @@ def _unpack(payload: bytes) -> bytes:
         if claimed > _LARGEST_BLOCK_BYTES:
             raise ValueError(f"the block claims {claimed} bytes uncompressed")
         return zstandard.ZstdDecompressor().decompress(body, max_output_size=_LARGEST_BLOCK_BYTES)
+    if marker == _FRAMED:
+        framed = FramedBlock.read(payload)
+        return framed.body()
     if marker == b"z":  # zlib, which the first journals of this format used
         return zlib.decompress(body)
     if marker != b"-":
@@ -328,9 +346,9 @@ def text_start(body: bytes) -> int:
         version, count, dictionary_length, columns_length = _HEADER.unpack_from(body)
     except struct.error as error:
         raise BlockFormatError(f"unreadable block: {error}") from error
-    if version != _VERSION:
+    if version not in _READABLE:
         raise BlockFormatError(
-            f"unreadable block: block format {version} (this npuwatch reads {_VERSION})"
+            f"unreadable block: block format {version} (this npuwatch reads {_READABLE})"
         )
     index_start = _HEADER.size + count * _FIXED_BYTES_PER_RECORD
     kind = body[index_start : index_start + 1]
@@ -351,10 +369,19 @@ def columns_of(body: bytes) -> BlockColumns:
         raise BlockFormatError(f"unreadable block: {error}") from error
 
 
-def _columns(body: bytes) -> BlockColumns:
+def head_columns(head: bytes) -> BlockColumns:
+    """The columns of a format-3 block's head (text_frames.FramedBlock.head), without the text:
+    records are built with `record_with` from the frames' texts."""
+    try:
+        return _columns(head, with_text=False)
+    except _READ_ERRORS as error:
+        raise BlockFormatError(f"unreadable block: {error}") from error
+
+
+def _columns(body: bytes, with_text: bool = True) -> BlockColumns:
     version, count, dictionary_length, columns_length = _HEADER.unpack_from(body)
-    if version != _VERSION:
-        raise ValueError(f"block format {version} (this npuwatch reads {_VERSION})")
+    if version not in _READABLE:
+        raise ValueError(f"block format {version} (this npuwatch reads {_READABLE})")
     view = memoryview(body)[_HEADER.size :]
 
     def take(typecode: str, items: int) -> array[int]:
@@ -380,10 +407,12 @@ def _columns(body: bytes) -> BlockColumns:
     logger_index = take(kind, count)
     names = json.loads(bytes(view[:dictionary_length]))
     view = view[dictionary_length:]
-    sparse_flags, sparse_codes = json.loads(bytes(view[:columns_length]))
+    flags, codes = decode_sparse(version, bytes(view[:columns_length]))
     text = str(view[columns_length:], "utf-8")
-    if len(text) != max(sum(lengths) + count - 1, 0):  # the texts are the rest of the blob
+    if with_text and len(text) != max(sum(lengths) + count - 1, 0):  # the rest of the blob
         raise ValueError("block text does not match its lengths")
+    if not with_text and text:
+        raise ValueError("a block's head holds more than its columns")
     # Checked here, so that building a record later cannot fail on a damaged block.
     if not isinstance(names, list):
         raise TypeError("the block's dictionary is not a list")
@@ -399,7 +428,7 @@ def _columns(body: bytes) -> BlockColumns:
         level_index,
         logger_index,
         names,
-        dict(sparse_flags),
-        dict(sparse_codes),
+        flags,
+        codes,
         text,
     )

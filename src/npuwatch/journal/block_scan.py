@@ -6,7 +6,9 @@ block's whole text at C speed, and only the records where a match starts are bui
 
 Decompressing the blocks is a third of this plan's time, and zstd frees the interpreter while
 it works: the next block is unpacked in a thread while this one is searched (on the 1M-line
-journal of bench/anchors.py, 0.13 s instead of 0.20 s for the 73 blocks on two cores)."""
+journal of bench/anchors.py, 0.13 s instead of 0.20 s for the 73 blocks on two cores). In a
+format-3 block the thread tests the frames' trigram filters and decompresses only the frames
+that may hold the pattern's literal (frame_search.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from npuwatch.journal.block import BlockFormatError, unpack
+from npuwatch.journal.block import BlockFormatError
 from npuwatch.journal.block_search import BlockSearch, decode_matching
+from npuwatch.journal.frame_search import OpenedFrames, frames_matching, unpack_for
 from npuwatch.journal.question import (
     Hit,
     Question,
@@ -63,9 +66,15 @@ def from_blocks(
     search = None if question.pattern is None else BlockSearch.of(question.pattern)
     blocks = _blocks(segment, where, after[0] - 1)
     with ThreadPoolExecutor(1, thread_name_prefix="npuwatch-unpack") as unpacking:
-        for block, unpacked in _unpacked_ahead(blocks, unpacking):
+        for block, unpacked in _unpacked_ahead(blocks, unpacking, search):
             try:
-                matching = decode_matching(unpacked.result(), search)
+                prepared = unpacked.result()
+                if isinstance(prepared, OpenedFrames):
+                    matching = frames_matching(prepared, search)
+                    for problem in prepared.damage:  # a damaged frame costs its records only
+                        segment.damaged(f"block {block.id}, {problem}")
+                else:
+                    matching = decode_matching(prepared, search)
             except BlockFormatError as error:
                 segment.damaged(f"block {block.id}: {error}")
                 continue
@@ -96,12 +105,13 @@ def _blocks(segment: ReadOnlySegment, where: Where, after: int) -> Iterator[Stor
 
 
 def _unpacked_ahead(
-    blocks: Iterator[StoredBlock], unpacking: ThreadPoolExecutor
-) -> Iterator[tuple[StoredBlock, Future[bytes]]]:
-    """Each block with its unpacking, started _UNPACKED_AHEAD blocks before it is wanted."""
-    pending: deque[tuple[StoredBlock, Future[bytes]]] = deque()
+    blocks: Iterator[StoredBlock], unpacking: ThreadPoolExecutor, search: BlockSearch | None
+) -> Iterator[tuple[StoredBlock, Future[bytes | OpenedFrames]]]:
+    """Each block with its unpacking (the frames that may hold a match, in format 3), started
+    _UNPACKED_AHEAD blocks before it is wanted."""
+    pending: deque[tuple[StoredBlock, Future[bytes | OpenedFrames]]] = deque()
     for block in blocks:
-        pending.append((block, unpacking.submit(unpack, block.payload)))
+        pending.append((block, unpacking.submit(unpack_for, block.payload, search)))
         if len(pending) > _UNPACKED_AHEAD:
             yield pending.popleft()
     yield from pending

@@ -24,7 +24,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from npuwatch.journal.block import columns_of, text_start
+from npuwatch.journal.block import BlockColumns, columns_of, text_start
 from npuwatch.journal.rows import StoredRecord
 
 _CONTEXT_SENSITIVE = ("\\A", "\\Z", "(?<!", "(?!")
@@ -102,41 +102,66 @@ def _regex_parser() -> Any:
 
 def decode_matching(body: bytes, search: BlockSearch | None) -> list[tuple[int, StoredRecord]]:
     """The records of a block (its uncompressed `body`, block.unpack) that the search may
-    match, with their positions (every record when there is no search). After a match, the
-    search goes on at the start of the next record, so that a match running across a newline
-    cannot hide one in the record after it."""
-    if search is not None and search.literal is not None:
-        return _holding_literal(body, search, search.literal)
+    match, with their positions (every record when there is no search)."""
+    literal = None if search is None else search.literal
+    # A block whose bytes lack the literal is passed over before anything is decoded.
+    if literal is not None and body.find(literal.encode("utf-8"), text_start(body)) < 0:
+        return []
     columns = columns_of(body)
-    if search is None or search.in_text is None:
-        return [(index, columns.record(index)) for index in range(columns.count)]
-    text, pattern_search = columns.text, search.in_text.search
+    return matching_in_span(columns, TextSpan(columns.text, 0, 0, columns.count), search)
+
+
+@dataclass(frozen=True)
+class TextSpan:
+    """The texts of records `first` to `last` (not included) of a block, joined by newlines:
+    the whole block's text, or one frame of a format-3 block."""
+
+    text: str
+    base: int
+    """Where `text` starts in the whole block's text (the columns' `starts` count from there)."""
+    first: int
+    last: int
+
+
+def matching_in_span(
+    columns: BlockColumns, span: TextSpan, search: BlockSearch | None
+) -> list[tuple[int, StoredRecord]]:
+    """The records of `span` that the search may match, with their positions. After a match,
+    the search goes on at the start of the next record, so that a match running across a
+    newline cannot hide one in the record after it."""
+    if search is None or (search.literal is None and search.in_text is None):
+        return [(i, _record(columns, span, i)) for i in range(span.first, span.last)]
+    if search.literal is not None:
+        return _holding_literal(columns, span, search, search.literal)
+    assert search.in_text is not None
+    text, pattern_search, starts, base = span.text, search.in_text.search, columns.starts, span.base
     found: list[tuple[int, StoredRecord]] = []
     position = 0
     while position <= len(text) and (match := pattern_search(text, position)) is not None:
-        starts = columns.starts
-        index = bisect_right(starts, match.start()) - 1
-        found.append((index, columns.record(index)))
-        position = starts[index + 1]
+        index = bisect_right(starts, match.start() + base, span.first, span.last) - 1
+        found.append((index, _record(columns, span, index)))
+        position = starts[index + 1] - base
     return found
 
 
 def _holding_literal(
-    body: bytes, search: BlockSearch, literal: str
+    columns: BlockColumns, span: TextSpan, search: BlockSearch, literal: str
 ) -> list[tuple[int, StoredRecord]]:
     """The records holding `literal` that the pattern matches over their own span (all of
-    them when the pattern is that literal); none when the block's bytes lack it."""
-    if body.find(literal.encode("utf-8"), text_start(body)) < 0:
-        return []
-    columns = columns_of(body)
-    text, starts, lengths = columns.text, columns.starts, columns.lengths
+    them when the pattern is that literal)."""
+    text, starts, lengths, base = span.text, columns.starts, columns.lengths, span.base
     span_search = None if search.exact or search.in_text is None else search.in_text.search
     found: list[tuple[int, StoredRecord]] = []
     at = text.find(literal)
     while at >= 0:
-        index = bisect_right(starts, at) - 1
-        start = starts[index]
+        index = bisect_right(starts, at + base, span.first, span.last) - 1
+        start = starts[index] - base
         if span_search is None or span_search(text, start, start + lengths[index]) is not None:
-            found.append((index, columns.record(index)))
-        at = text.find(literal, starts[index + 1])
+            found.append((index, _record(columns, span, index)))
+        at = text.find(literal, starts[index + 1] - base)
     return found
+
+
+def _record(columns: BlockColumns, span: TextSpan, index: int) -> StoredRecord:
+    start = columns.starts[index] - span.base
+    return columns.record_with(index, span.text[start : start + columns.lengths[index]])
