@@ -54,6 +54,21 @@ def journal_records(journal: Path) -> int:
     return total
 
 
+def journal_read_bytes(journal: Path) -> int:
+    """The bytes of the followed files that the journal's checkpoints say were read."""
+    segments = sorted(journal.glob("segment-*.db")) if journal.exists() else []
+    for path in reversed(segments):  # the newest segment holding checkpoints has them all
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT count(*), coalesce(sum(offset), 0) FROM checkpoints")
+            files, read = row.fetchone()
+        finally:
+            db.close()
+        if files:
+            return int(read)
+    return 0
+
+
 def build(work: Path, lines: int) -> tuple[Path, Path]:
     tree, state = work / "tree", work / "state"
     marker = work / "built"
@@ -80,13 +95,19 @@ def journal_with_agent(tree: Path, state: Path, work: Path) -> tuple[int, float,
                "--state-directory", str(state), "--log-level", "WARNING"]  # fmt: skip
     agent = subprocess.Popen(command, env=env)
     started = time.monotonic()
+    tree_bytes = sum(path.stat().st_size for path in tree.rglob("*") if path.is_file())
     last, stable = -1, 0
-    while stable < 3:  # done when the count stops moving
+    # Done when the journal says every byte was read and the count stops moving; or, should
+    # the tree hold a file the agent does not follow, when the count has stood for 30 s (the
+    # agent fills a block per file before the first commits: the count can stand for seconds).
+    while stable < (3 if journal_read_bytes(state / "journal") >= tree_bytes else 30):
         time.sleep(1.0)
+        if agent.poll() is not None:
+            raise SystemExit(f"the agent stopped (exit status {agent.returncode}); see above")
         count = journal_records(state / "journal") if (state / "journal").exists() else 0
         stable = stable + 1 if count == last and count > 0 else 0
         last = count
-    elapsed = time.monotonic() - started - 3.0
+    elapsed = time.monotonic() - started - stable
     agent.send_signal(signal.SIGTERM)
     agent.wait(timeout=120)
     journal_size = sum(p.stat().st_size for p in (state / "journal").glob("segment-*"))
