@@ -102,7 +102,9 @@ class RulesStage:
         self._wall = wall
         self._streams: dict[str, RuleStream] = {}
         self._last_batch: dict[str, float] = {}
-        """When each file's last batch came (monotonic), for events waiting on context after."""
+        """When each file's last batch came (monotonic), for events waiting on context after;
+        least recent first (a file is put last at each batch), so that the files that wrote
+        lately are found without walking the thousands that did not (_recent_clocks)."""
         self._recent: OrderedDict[str, None] = OrderedDict()
         """Files whose streams hold a context window, least recently written first."""
         self._context_files = context_files
@@ -164,14 +166,17 @@ class RulesStage:
         that record must join the events it belongs to, as in `scan`, however far the other
         files' time (or the wall clock, in a tree of old logs) has gone past their windows."""
         since = time.monotonic() - 2 * self._idle_flush_s
-        last_batch = self._last_batch
-        return {
-            stream.source: stream.now_us
-            for key, stream in self._streams.items()
-            if last_batch.get(key, since) > since
-        }
+        clocks: dict[SourceInfo | None, int] = {}
+        for key, when in reversed(self._last_batch.items()):
+            if when <= since:
+                break
+            stream = self._streams.get(key)
+            if stream is not None:
+                clocks[stream.source] = stream.now_us
+        return clocks
 
     def _process(self, batch: ReadBatch) -> None:
+        self._last_batch.pop(batch.file_key, None)  # put last: the most recent
         self._last_batch[batch.file_key] = time.monotonic()
         stream = self._streams.get(batch.file_key)
         if stream is None:

@@ -207,7 +207,15 @@ def test_kill_9_while_the_engine_is_down_loses_nothing_once_it_is_back(
     face: ElasticsearchFace | None = None
     try:
         deadline = time.monotonic() + 120
-        while journal_counts(journal)[0] < LINES and time.monotonic() < deadline:
+        # Every line journaled, and the counts standing for 2 s: the last event closes once
+        # the file has been quiet for twice the idle flush (its window by the wall clock).
+        counts, since = (-1, -1), time.monotonic()
+        while time.monotonic() < deadline:
+            now = journal_counts(journal) if journal.exists() else (0, 0)
+            if now != counts:
+                counts, since = now, time.monotonic()
+            elif counts[0] == LINES and time.monotonic() - since >= 2.0:
+                break
             time.sleep(0.3)
         records, events = journal_counts(journal)
         assert (records, events > 0) == (LINES, True)
