@@ -16,7 +16,6 @@ import os
 import signal
 import sqlite3
 import sys
-import threading
 import time
 import warnings
 from types import FrameType
@@ -30,6 +29,7 @@ from npuwatch.journal.store import JournalUnavailable
 from npuwatch.private_files import UnsafeFolder
 from npuwatch.problems import Problems
 from npuwatch.service.notify import Heartbeat, SystemdNotifier
+from npuwatch.service.signal_requests import SignalRequests
 from npuwatch.sinks.search.engine import quiet_client_logs
 from npuwatch.speedups import ADVICE as SPEEDUPS_ADVICE
 from npuwatch.speedups import speedups
@@ -76,15 +76,15 @@ def _start_when_there_is_room(topology: Topology) -> Agent | None:
     """The agent, made once its journal can be opened: on a full disk it waits, as a running
     agent pauses reading (exiting made systemd restart it every 5 s, and each start said the
     same error). None when stopped (SIGTERM, SIGINT) while it waits."""
-    stop = threading.Event()
+    requests = SignalRequests()
     notifier = SystemdNotifier.from_environ(os.environ)
     waiting_since: float | None = None
     previous = {
-        number: signal.signal(number, lambda signum, frame: stop.set())
+        number: signal.signal(number, lambda signum, frame: requests.ask_stop())
         for number in (signal.SIGTERM, signal.SIGINT)
     }
     try:
-        while not stop.is_set():
+        while not requests.stop:
             try:
                 return Agent(topology)
             except (UnsafeFolder, StateDirectoryBusy) as refusal:
@@ -102,7 +102,7 @@ def _start_when_there_is_room(topology: Topology) -> Agent | None:
                     )
                     notifier.ready("waiting for room on the state directory's disk")
                 notifier.watchdog()
-                stop.wait(FULL_DISK_RETRY_S)
+                requests.wait(FULL_DISK_RETRY_S)
             except (OSError, sqlite3.Error) as error:
                 raise Problems(
                     [f"cannot start: {error} (is the state directory writable and not full?)"]
@@ -111,7 +111,8 @@ def _start_when_there_is_room(topology: Topology) -> Agent | None:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-        if waiting_since is not None and not stop.is_set():
+        requests.close()
+        if waiting_since is not None and not requests.stop:
             log.warning(
                 "the journal has room again after %.0f s: starting",
                 time.monotonic() - waiting_since,
@@ -130,15 +131,11 @@ the interpreter's exit) before the process leaves anyway."""
 
 
 def _serve(agent: Agent, args: argparse.Namespace) -> int:
-    stop = threading.Event()
-    reload = threading.Event()
-    wake = threading.Event()
+    requests = SignalRequests()
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():
+        if requests.stop:
             os._exit(128 + signum)  # a second signal: leave now; every commit is a transaction
-        stop.set()
-        wake.set()
         # Whatever would hold the stop past its time (a thread in C code that keeps the
         # interpreter's lock, a join that never returns), the process leaves within the unit's
         # TimeoutStopSec, from a thread of faulthandler's that needs no lock, with every
@@ -146,10 +143,10 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
         faulthandler.dump_traceback_later(
             agent.topology.drain_timeout_s + STOP_GRACE_S, exit=True, file=sys.stderr
         )
+        requests.ask_stop()
 
     def on_reload(signum: int, frame: FrameType | None) -> None:
-        reload.set()
-        wake.set()
+        requests.ask_reload()
 
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
@@ -163,7 +160,7 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
     agent.start()
     try:
         while not agent.wait_started(0.2):
-            if stop.is_set():
+            if requests.stop:
                 break
         roots = ", ".join(map(str, agent.roots)) or "no roots"
         log.info("following %d files under %s", len(agent.tailer.files), roots)
@@ -179,11 +176,10 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
         if heartbeat is not None:
             heartbeat.start()
         notifier.ready(f"following {len(agent.tailer.files)} files")
-        while not stop.is_set():
-            wake.wait(1.0)
-            wake.clear()
-            if reload.is_set():
-                reload.clear()
+        while not requests.stop:
+            requests.wait(1.0)
+            if requests.reload:
+                requests.reload = False
                 _reload(agent, args, notifier)
             dead = [thread.name for thread in agent.workers if not thread.is_alive()]
             if dead:
@@ -200,6 +196,7 @@ def _serve(agent: Agent, args: argparse.Namespace) -> int:
         if heartbeat is not None:
             heartbeat.stop()
         notifier.close()
+        requests.close()
     return 0 if drained else 1
 
 
